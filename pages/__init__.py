@@ -1,0 +1,1 @@
+"""Page graphs shipped with the engine (data only): one folder of YAML files per game."""

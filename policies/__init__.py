@@ -1,0 +1,1 @@
+"""Retry and time-bound policies shipped with the engine (data only)."""
