@@ -15,7 +15,7 @@ import sys
 from engine.errors import ConfigError, EngineError
 
 # Each module in engine/commands registers its subcommands; a module that is not there yet is skipped.
-COMMAND_MODULES = ("graph", "device", "observe", "nav", "tools")
+COMMAND_MODULES = ("graph", "sim", "device", "observe", "assets", "nav", "tools")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -154,6 +154,9 @@ class OcrSignature(Model):
     area: PerServer[Area]
     pattern: PerServer[str]
     threshold: float | None = Field(None, ge=0, le=1)
+    sample: PerServer[str] | None = Field(
+        None, description="Text the simulator draws here; defaults to the pattern with regex syntax stripped."
+    )
     name: str | None = None
 
     @field_validator("pattern")
