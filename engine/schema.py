@@ -273,6 +273,9 @@ class GraphFile(Model):
     unknown_page: Name | None = None
     start_page: Name | None = Field(None, description="Page a fresh game session starts on (a login screen).")
     defaults: Defaults | None = None
+    loading_signatures: list[Signature] | None = Field(
+        None, description="Signatures of the game's loading screen (all must hit); none means no such screen."
+    )
     buttons: list[Button] = Field(default_factory=list)
     pages: list[Page] = Field(default_factory=list)
     popups: list[Popup] = Field(default_factory=list)
@@ -288,6 +291,7 @@ class Graph(Model):
     unknown_page: Name = "page_unknown"
     start_page: Name | None = None
     defaults: Defaults = Defaults()
+    loading_signatures: list[Signature] = Field(default_factory=list)
     buttons: list[Button] = Field(default_factory=list)
     pages: list[Page] = Field(default_factory=list)
     popups: list[Popup] = Field(default_factory=list)
