@@ -240,6 +240,26 @@ class Link(Model):
         return self.expect or self.to
 
 
+class Control(Model):
+    """A button on a page that does something without leaving it (collect, confirm, refresh).
+
+    Tasks tap controls; the simulator models their effect (`shows`: the popup that appears after the tap).
+    """
+
+    button: Name
+    shows: Name | None = Field(None, description="Popup that appears after tapping (modelled by the simulator).")
+    note: str | None = None
+
+
+class TextField(Model):
+    """A value a page shows as text, read with OCR by tasks (for example a commission count)."""
+
+    name: Name
+    area: PerServer[Area]
+    pattern: str = Field(description="Regular expression; its first group (or the whole match) is the value.")
+    sample: PerServer[str] = Field(description="Text the simulator draws here.")
+
+
 class Page(Model):
     name: Name
     description: str = ""
@@ -249,6 +269,8 @@ class Page(Model):
     links: list[Link] = Field(default_factory=list)
     loading: float | None = Field(None, ge=0, description="Seconds this page may take to appear.")
     defaults: Defaults | None = None
+    controls: list[Control] = Field(default_factory=list, description="Buttons that act without leaving.")
+    fields: list[TextField] = Field(default_factory=list, description="Text values tasks read with OCR.")
 
 
 class Popup(Model):
