@@ -1,0 +1,290 @@
+"""Retry and time-bound policies: policies/*.yaml compiled into named tenacity.Retrying objects.
+
+A policy says how often a call is tried, how long to wait between tries, which errors deserve another try and the
+hard bound (``timeout``, seconds) of the whole call. Tools look theirs up by tool name (``screenshot``, ``tap``,
+``goto`` ...); a link's ``policy`` field names the policy of that hop (``goto_hop`` unless set, see
+engine.schema.BUILTIN_DEFAULTS).
+
+    policies = load_policies()
+    retrying = policies.get("screenshot").retrying(sleep=fake_sleep, before_sleep=reconnect)
+    frame = retrying(device_call)
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import time
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Union
+
+import tenacity
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from engine import errors
+from engine.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], None]
+Hook = Callable[[tenacity.RetryCallState], None]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoWait(_Model):
+    type: Literal["none"]
+
+
+class FixedWait(_Model):
+    type: Literal["fixed"]
+    seconds: float = Field(ge=0, le=60, description="Pause between attempts.")
+
+
+class ExponentialWait(_Model):
+    """initial * multiplier**(attempt-1), capped at `max`, plus a random 0..jitter seconds."""
+
+    type: Literal["exponential"]
+    initial: float = Field(gt=0, le=60)
+    max: float = Field(gt=0, le=300)
+    multiplier: float = Field(2.0, ge=1, le=10)
+    jitter: float = Field(0.0, ge=0, le=60)
+
+
+Wait = Annotated[Union[NoWait, FixedWait, ExponentialWait], Field(discriminator="type")]
+
+
+def error_class(name: str) -> type[BaseException]:
+    """The exception class called `name` in engine.errors (ValueError naming the closest when unknown)."""
+    candidate = getattr(errors, name, None)
+    if isinstance(candidate, type) and issubclass(candidate, BaseException):
+        return candidate
+    known = [n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known))}"
+    raise ValueError(f"{name!r} is not an error class of engine.errors{hint}")
+
+
+class Policy(_Model):
+    """How one tool or hop is retried and bounded."""
+
+    name: str = Field(description="The policy's name, used in logs.")
+    description: str = ""
+    attempts: int = Field(ge=1, le=100, description="Most tries of the call (1 = no retry).")
+    timeout: float = Field(gt=0, le=3600, description="Hard bound in seconds of the whole call, waits included.")
+    wait: Wait = Field(default_factory=lambda: NoWait(type="none"), description="Pause between tries.")
+    retry_on: tuple[str, ...] = Field(default=(), description="engine.errors class names worth another try.")
+    reconnect: bool = Field(False, description="Reconnect to the device before the next try.")
+
+    @field_validator("retry_on")
+    @classmethod
+    def _known_errors(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            error_class(name)
+        return names
+
+    @property
+    def error_classes(self) -> tuple[type[BaseException], ...]:
+        return tuple(error_class(name) for name in self.retry_on)
+
+    def retries(self, exc: BaseException) -> bool:
+        """Whether this policy tries again after `exc`."""
+        return isinstance(exc, self.error_classes)
+
+    def wait_strategy(self) -> tenacity.wait.wait_base:
+        w = self.wait
+        if isinstance(w, FixedWait):
+            return tenacity.wait_fixed(w.seconds)
+        if isinstance(w, ExponentialWait):
+            return tenacity.wait_exponential_jitter(initial=w.initial, max=w.max, exp_base=w.multiplier, jitter=w.jitter)
+        return tenacity.wait_none()
+
+    def retrying(
+        self,
+        sleep: Sleep | None = None,
+        before_sleep: Hook | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> tenacity.Retrying:
+        """A tenacity.Retrying for this policy.
+
+        Args:
+            sleep: replaces time.sleep between attempts (tests pass a recorder, so they never wait).
+            before_sleep: called with the retry state before each wait, after the log line (the device layer
+                reconnects here).
+            timeout: a tighter bound than the policy's (what is left of an enclosing call's budget).
+
+        The stop condition is ``stop_after_attempt(attempts) | stop_before_delay(timeout)``: no attempt starts
+        when its wait would end past the bound, so retries never stretch a call beyond ``timeout``.
+        """
+        bound = self.timeout if timeout is None else min(timeout, self.timeout)
+        name = self.name
+
+        def _before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            log.info(
+                "policy %s: attempt %d failed (%s: %s); next in %.3fs",
+                name,
+                state.attempt_number,
+                type(exc).__name__,
+                exc,
+                state.upcoming_sleep,
+            )
+            if before_sleep is not None:
+                before_sleep(state)
+
+        retrying = tenacity.Retrying(
+            sleep=sleep or time.sleep,
+            stop=tenacity.stop_after_attempt(self.attempts) | tenacity.stop_before_delay(bound),
+            wait=self.wait_strategy(),
+            retry=tenacity.retry_if_exception_type(self.error_classes) if self.retry_on else tenacity.retry_never,
+            before_sleep=_before_sleep,
+            reraise=True,
+        )
+        retrying.policy_name = name  # type: ignore[attr-defined]  # for log lines of callers
+        return retrying
+
+    def call(self, fn: Callable[..., Any], *args: Any, sleep: Sleep | None = None, before_sleep: Hook | None = None,
+             **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` under this policy; the last error is re-raised when tries run out."""
+        return self.retrying(sleep=sleep, before_sleep=before_sleep)(fn, *args, **kwargs)
+
+
+class PolicyFile(_Model):
+    """One policy YAML file: ``policies: {name: {attempts, timeout, wait, retry_on, ...}}``."""
+
+    policies: dict[str, dict[str, Any]] = Field(description="Policies by name.")
+
+
+class Policies:
+    """A set of named policies (tool names and hop policies)."""
+
+    def __init__(self, policies: dict[str, Policy], source: str | None = None) -> None:
+        self._policies = dict(policies)
+        self.source = source
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._policies)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._policies
+
+    def get(self, name: str) -> Policy:
+        """The policy called `name`; ConfigError naming the closest known one when there is none."""
+        try:
+            return self._policies[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, self._policies, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(self.names)}"
+            raise ConfigError(f"unknown policy {name!r}{hint}", file=self.source) from None
+
+    def merged(self, other: Policies) -> Policies:
+        """These policies with `other`'s replacing those of the same name."""
+        return Policies({**self._policies, **other._policies}, source=other.source or self.source)
+
+
+# --------------------------------------------------------------------------------------------------- loading
+
+
+def load_policies(path: str | Path | None = None) -> Policies:
+    """Load policies; with `path`, that file's policies replace the built-in ones of the same name.
+
+    Raises:
+        ConfigError: the file is not valid YAML or a policy is wrong (file, line and col of the first problem;
+            every problem in the message).
+    """
+    from engine.paths import builtin_policy_file
+
+    builtin = _load_file(builtin_policy_file())
+    if path is None:
+        return builtin
+    return builtin.merged(_load_file(Path(path)))
+
+
+def _load_file(path: Path) -> Policies:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read policy file: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(
+            f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+            file=str(path),
+            line=mark.line + 1 if mark else None,
+            col=mark.column + 1 if mark else None,
+        ) from None
+    problems: list[tuple[int | None, int | None, str]] = []
+    try:
+        parsed = PolicyFile.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        problems += [(*_locate(node, err["loc"], _names_key(err)), _message(err)) for err in exc.errors()]
+        raise _config_error(path, problems) from None
+    policies: dict[str, Policy] = {}
+    for name, body in parsed.policies.items():
+        try:
+            policies[name] = Policy.model_validate({**(body or {}), "name": name})
+        except ValidationError as exc:
+            problems += [
+                (*_locate(node, ("policies", name, *err["loc"]), _names_key(err)), _message(err))
+                for err in exc.errors()
+            ]
+    if problems:
+        problems.sort(key=lambda p: (p[0] or 0, p[1] or 0))
+        raise _config_error(path, problems)
+    return Policies(policies, source=str(path))
+
+
+def _message(err: dict[str, Any]) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg
+
+
+def _config_error(path: Path, problems: list[tuple[int | None, int | None, str]]) -> ConfigError:
+    line, col, _ = problems[0]
+    lines = [f"{path}:{ln}:{c}: {msg}" for ln, c, msg in problems]
+    message = problems[0][2] if len(problems) == 1 else f"{len(problems)} problems:\n" + "\n".join(lines)
+    return ConfigError(message, file=str(path), line=line, col=col, problems=lines)
+
+
+def _names_key(err: dict[str, Any]) -> bool:
+    # An unknown key is a typo in the key itself, so point at the key rather than at its value.
+    return err["type"] == "extra_forbidden"
+
+
+def _locate(node: yaml.Node | None, loc: tuple[Any, ...], key: bool = False) -> tuple[int | None, int | None]:
+    """1-based line and column of the YAML node at pydantic error location `loc` (the deepest one that exists).
+
+    Pydantic adds the union tag to a location (``wait.fixed.seconds``); a part that names no child is skipped.
+    With `key`, the last part's key node is answered instead of its value.
+    """
+    best = node
+    for i, part in enumerate(loc):
+        child = None
+        if isinstance(best, yaml.MappingNode):
+            for key_node, value in best.value:
+                if key_node.value == str(part):
+                    child = key_node if key and i == len(loc) - 1 else value
+                    break
+        elif isinstance(best, yaml.SequenceNode) and isinstance(part, int) and part < len(best.value):
+            child = best.value[part]
+        if child is not None:
+            best = child
+    if best is None:
+        return None, None
+    return best.start_mark.line + 1, best.start_mark.column + 1
+
+
+def jitter_free(policy: Policy) -> Policy:
+    """`policy` without random jitter (deterministic waits for tests and benchmarks)."""
+    if isinstance(policy.wait, ExponentialWait):
+        return policy.model_copy(update={"wait": policy.wait.model_copy(update={"jitter": 0.0})})
+    return policy
