@@ -192,11 +192,38 @@ class Transcript:
         return [e for e in self.entries() if int(e.get("seq", 0)) > seq]
 
     def error_bundle(
-        self, folder: str | Path, frames: Sequence[tuple[str, np.ndarray]], *, since: int | None = None, last: int = 50
+        self,
+        folder: str | Path,
+        frames: Sequence[tuple[str, np.ndarray]],
+        entries: Iterable[Mapping[str, Any]] | None = None,
+        *,
+        result: Mapping[str, Any] | None = None,
+        last: int = 50,
     ) -> Path:
-        """An error bundle of `frames` and this transcript's entries after `since` (or its last `last` ones)."""
-        entries = self.since(since) if since is not None else self.tail(last)
-        return error_bundle(folder, frames, entries)
+        """An error bundle in a new subfolder of `folder` (one per failure, named after the ledger's seq).
+
+        Args:
+            folder: where this session's bundles go.
+            frames: ``(name, BGR ndarray)`` pairs, oldest first.
+            entries: the slice that led to the failure; defaults to this transcript's last `last` entries.
+            result: the failing ToolResult as a dict, written beside them as result.json.
+        """
+        if entries is None:
+            entries = self.tail(last)
+        status = str((result or {}).get("status") or "error")
+        name = f"{self.seq:06d}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', status)}"
+        target = Path(folder) / name
+        index = 1
+        while target.exists():
+            index += 1
+            target = Path(folder) / f"{name}-{index}"
+        return error_bundle(target, frames, entries, result=result)
+
+    def save_trace(self, tool: str, target: str, steps: Sequence[Mapping[str, Any] | Any]) -> Path:
+        """Record a successful goto or run as a trace in ``traces/`` beside the ledger."""
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{tool}-{target}").strip("._") or "trace"
+        path = self.path.parent / "traces" / f"{self.seq:06d}-{safe}.json"
+        return save_trace(path, steps, tool=tool, target=target, transcript=self.path.name, seq=self.seq)
 
     def close(self) -> None:
         with self._lock:
@@ -211,7 +238,11 @@ class Transcript:
 
 
 def error_bundle(
-    folder: str | Path, frames: Sequence[tuple[str, np.ndarray]], entries: Iterable[Mapping[str, Any]]
+    folder: str | Path,
+    frames: Sequence[tuple[str, np.ndarray]],
+    entries: Iterable[Mapping[str, Any]],
+    *,
+    result: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the last frames (PNG) and the matching transcript slice (JSONL) into one folder.
 
@@ -219,6 +250,7 @@ def error_bundle(
         folder: created when missing; files already in it are replaced.
         frames: ``(name, BGR ndarray)`` pairs, oldest first; files are numbered in that order.
         entries: the transcript slice that led to the failure.
+        result: the failing ToolResult as a dict, written as result.json.
 
     Returns:
         The folder.
@@ -237,6 +269,8 @@ def error_bundle(
         target.write_bytes(encoded.tobytes())
     lines = [_dumps(redact(dict(e))) for e in entries]
     _write_atomic(folder / "transcript.jsonl", "".join(line + "\n" for line in lines))
+    if result is not None:
+        _write_atomic(folder / "result.json", json.dumps(redact(result), indent=2, default=str) + "\n")
     return folder
 
 

@@ -186,12 +186,27 @@ def test_error_bundle_writes_frames_as_png_and_the_slice_as_jsonl(tmp_path):
             t.record("step", i=i)
         first = np.full((72, 128, 3), (0, 0, 255), np.uint8)
         second = np.full((72, 128, 3), (255, 0, 0), np.uint8)
-        folder = t.error_bundle(tmp_path / "bundle", [("before tap", first), ("after/tap", second)], since=3)
+        folder = error_bundle(tmp_path / "bundle", [("before tap", first), ("after/tap", second)], t.since(3))
     names = sorted(p.name for p in folder.iterdir())
     assert names == ["00_before_tap.png", "01_after_tap.png", "transcript.jsonl"]
     back = cv2.imread(str(folder / "01_after_tap.png"))
     assert back.shape == (72, 128, 3) and tuple(back[0, 0]) == (255, 0, 0)
     assert [e["seq"] for e in read_lines(folder / "transcript.jsonl")] == [4, 5]
+
+
+def test_each_failure_gets_its_own_bundle_folder_with_the_result(tmp_path):
+    frame = np.zeros((8, 8, 3), np.uint8)
+    with Transcript(tmp_path / "t.jsonl") as t:
+        for i in range(4):
+            t.record("step", i=i)
+        result = {"ok": False, "status": "timeout", "text": "goto page_x did not finish"}
+        first = t.error_bundle(tmp_path / "bundles", [("f", frame)], result=result, last=2)
+        second = t.error_bundle(tmp_path / "bundles", [], [{"kind": "hop", "page": "page_main"}], result=result)
+    assert first != second and first.parent == second.parent == tmp_path / "bundles"
+    assert "timeout" in first.name
+    assert [e["seq"] for e in read_lines(first / "transcript.jsonl")] == [3, 4]
+    assert read_lines(second / "transcript.jsonl") == [{"kind": "hop", "page": "page_main"}]
+    assert json.loads((first / "result.json").read_text())["status"] == "timeout"
 
 
 def test_error_bundle_redacts_the_slice(tmp_path, monkeypatch):
@@ -215,3 +230,12 @@ def test_save_trace_keeps_ordered_steps_with_preconditions_and_success(tmp_path)
     assert trace["steps"][1]["success"] == "page_main"
     with pytest.raises(ValueError):
         save_trace(tmp_path / "bad.json", ["not a mapping"])
+
+
+def test_transcript_save_trace_puts_traces_beside_the_ledger(tmp_path):
+    with Transcript(tmp_path / "run" / "t.jsonl") as t:
+        t.record("request", tool="goto", target="page_main")
+        path = t.save_trace("goto", "page_main", [{"action": "tap", "precondition": "a", "success": "b"}])
+    assert path.parent == tmp_path / "run" / "traces"
+    trace = load_trace(path)
+    assert trace["tool"] == "goto" and trace["steps"][0]["success"] == "b"
