@@ -1,0 +1,75 @@
+"""The simulated game and its fake ADB server: the embedded default device, the test bed and the benchmark bed.
+
+``start_embedded()`` builds a game from a graph and serves it on a free loopback port, so the code under test
+drives it exactly as it drives a phone (adbutils over the ADB host protocol).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from engine.assets import AssetPack
+from engine.schema import Graph
+from engine.sim.adb_server import FakeAdbServer
+from engine.sim.game import SimGame
+from engine.sim.render import Renderer, SyntheticAssets
+from engine.sim.scenario import Faults, Scenario
+
+__all__ = [
+    "EmbeddedSim",
+    "FakeAdbServer",
+    "Faults",
+    "Renderer",
+    "Scenario",
+    "SimGame",
+    "SyntheticAssets",
+    "start_embedded",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EmbeddedSim:
+    """A running in-process simulator: connect adbutils to (host, port) and use `serial`."""
+
+    host: str
+    port: int
+    serial: str
+    game: SimGame
+    server: FakeAdbServer
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> EmbeddedSim:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_embedded(
+    graph: Graph | None = None,
+    *,
+    server: str = "en",
+    assets: AssetPack | None = None,
+    scenario: Scenario | None = None,
+    seed: int = 0,
+    serial: str = "sim-0",
+) -> EmbeddedSim:
+    """Build a SimGame and serve it on a free loopback port in this process (daemon threads).
+
+    Args:
+        graph: the game to simulate; None loads the shipped Azur Lane graph (engine.loader.load_graph()).
+        assets: template pixels to paste; None draws the simulator's synthetic pack.
+    """
+    if graph is None:
+        from engine.loader import load_graph  # the loader is only needed for the shipped default
+
+        graph = load_graph()
+    game = SimGame(graph, server=server, assets=assets, scenario=scenario, seed=seed)
+    fake = FakeAdbServer({serial: game}).start()
+    log.info("embedded simulator serving %s on 127.0.0.1:%d", serial, fake.port)
+    return EmbeddedSim(host=fake.host, port=fake.port, serial=serial, game=game, server=fake)

@@ -1,0 +1,333 @@
+"""Deterministic rendering of a simulated game's screens from its graph.
+
+Every pixel is a function of names only (page name, button name, asset name), never of the order of calls, so the
+same page renders to the same bytes every time and a button shared by many pages (a back arrow, a home button)
+looks identical on each of them: recognising a simulated frame is as honest as recognising a real one.
+
+With a real asset pack (ALAS layout) the real template pixels are pasted at their areas; without one,
+``SyntheticAssets`` invents a textured, labelled template per asset name.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import zlib
+from typing import Iterable
+
+import cv2
+import numpy as np
+
+from engine.assets import AssetPack, Template
+from engine.schema import (
+    AnyOfSignature,
+    ColorSignature,
+    Graph,
+    OcrSignature,
+    Page,
+    Popup,
+    Signature,
+    TapAction,
+    TemplateSignature,
+)
+
+log = logging.getLogger(__name__)
+
+Area = tuple[int, int, int, int]
+POINT_BOX = 12
+"""Half-size of the box drawn (and accepted by the game) around a point tap."""
+
+LOADING_NAME = "__loading__"
+UNKNOWN_NAME = "__unknown__"
+
+
+def seed_of(name: str) -> int:
+    """A stable 32-bit seed for a name (hash() is salted per process, crc32 is not)."""
+    return zlib.crc32(name.encode("utf-8"))
+
+
+def texture(name: str, width: int, height: int) -> np.ndarray:
+    """A BGR texture seeded by `name`: a gradient, stripes and noise, so templates have structure to match."""
+    rng = np.random.default_rng(seed_of(name))
+    width, height = max(1, width), max(1, height)
+    base = rng.integers(40, 216, size=3).astype(np.float32)
+    tilt = rng.uniform(-60, 60, size=(2, 3)).astype(np.float32)
+    ys = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None, None]
+    xs = np.linspace(0.0, 1.0, width, dtype=np.float32)[None, :, None]
+    img = base + tilt[0] * xs + tilt[1] * ys
+    period = float(rng.integers(6, 24))
+    angle = rng.uniform(0, np.pi)
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    stripes = np.sin((xx * np.cos(angle) + yy * np.sin(angle)) * (2 * np.pi / period))
+    img = img + (stripes[:, :, None] * rng.uniform(10, 30, size=3).astype(np.float32))
+    img = img + rng.normal(0, 8, size=(height, width, 3)).astype(np.float32)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def put_text_fit(img: np.ndarray, text: str, area: Area, color=(255, 255, 255), outline=(0, 0, 0)) -> None:
+    """Draw `text` as large as fits inside `area` of `img`, centred, with an outline for contrast."""
+    x1, y1, x2, y2 = area
+    w, h = x2 - x1, y2 - y1
+    if not text or w < 4 or h < 4:
+        return
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    (tw, th), base = cv2.getTextSize(text, font, 1.0, 2)
+    scale = min((w - 4) / max(tw, 1), (h - 4) / max(th + base, 1), 3.0)
+    if scale <= 0.05:
+        return
+    thickness = max(1, int(round(scale * 2)))
+    (tw, th), base = cv2.getTextSize(text, font, scale, thickness)
+    org = (x1 + (w - tw) // 2, y1 + (h + th) // 2 - base // 2)
+    if outline is not None:
+        cv2.putText(img, text, org, font, scale, outline, thickness + 2, cv2.LINE_AA)
+    cv2.putText(img, text, org, font, scale, color, thickness, cv2.LINE_AA)
+
+
+def clip_area(area: Area, resolution: tuple[int, int]) -> Area:
+    w, h = resolution
+    x1, y1, x2, y2 = area
+    return (max(0, min(x1, w)), max(0, min(y1, h)), max(0, min(x2, w)), max(0, min(y2, h)))
+
+
+def strip_regex(pattern: str) -> str:
+    """A readable sample of what `pattern` matches: regex syntax removed, the first alternative kept."""
+    text = pattern.split("|")[0]
+    text = re.sub(r"\\[dDsSwWbB]", "", text)
+    text = re.sub(r"\[[^\]]*\]|\{[^}]*\}|\(\?[^)]*\)", "", text)
+    text = re.sub(r"\\(.)", r"\1", text)
+    text = re.sub(r"[\^$.*+?()|]", "", text)
+    return " ".join(text.split()) or pattern
+
+
+def paste(frame: np.ndarray, crop: np.ndarray, area: Area) -> None:
+    """Paste `crop` into `frame` at `area` (resized when the sizes differ; clipped at the frame's edge)."""
+    x1, y1, x2, y2 = area
+    w, h = x2 - x1, y2 - y1
+    if w <= 0 or h <= 0:
+        return
+    if crop.shape[:2] != (h, w):
+        crop = cv2.resize(crop, (w, h), interpolation=cv2.INTER_AREA)
+    fh, fw = frame.shape[:2]
+    cx1, cy1, cx2, cy2 = max(0, x1), max(0, y1), min(fw, x2), min(fh, y2)
+    if cx2 <= cx1 or cy2 <= cy1:
+        return
+    frame[cy1:cy2, cx1:cx2] = crop[cy1 - y1 : cy2 - y1, cx1 - x1 : cx2 - x1]
+
+
+# --------------------------------------------------------------------------------------------------- assets
+
+
+def _template_uses(graph: Graph) -> Iterable[tuple[str, Area, tuple | None, str | None]]:
+    """(asset name, area, mean rgb or None, label) for every template the graph refers to."""
+
+    def from_sig(sig: Signature):
+        if isinstance(sig, TemplateSignature):
+            if sig.button is not None:
+                b = graph.button(sig.button)
+                if b.asset:
+                    yield b.asset, tuple(sig.area or b.area), b.color, b.text
+            elif sig.asset and sig.area:
+                yield sig.asset, tuple(sig.area), None, None
+        elif isinstance(sig, AnyOfSignature):
+            for alt in sig.of:
+                yield from from_sig(alt)
+
+    for button in graph.buttons:
+        if button.asset and button.area:
+            yield button.asset, tuple(button.area), button.color, button.text
+    for sig in [*graph.loading_signatures, *(s for p in graph.pages for s in p.signatures),
+                *(s for p in graph.popups for s in p.signatures)]:
+        yield from from_sig(sig)
+
+
+class SyntheticAssets:
+    """The simulator's own asset pack: one deterministic synthetic template per asset name in the graph.
+
+    A template depends on its NAME only (and the size of the first area it is declared at), so the same button
+    looks the same on every page. When the button declares a colour, the template's mean colour is shifted to it,
+    so colour and template signatures of one button agree, as they do on real frames.
+    """
+
+    def __init__(self, graph: Graph, server: str | None = None) -> None:
+        if graph.server is None:
+            graph = graph.for_server(server or graph.servers[0])
+        self.server = graph.server
+        self._templates: dict[str, Template] = {}
+        for name, area, rgb, label in _template_uses(graph):
+            if name in self._templates:
+                continue
+            x1, y1, x2, y2 = area
+            crop = texture("asset:" + name, x2 - x1, y2 - y1)
+            put_text_fit(crop, label or name.rsplit("/", 1)[-1], (0, 0, x2 - x1, y2 - y1))
+            if rgb is not None:
+                shift = np.array(rgb[::-1], np.float32) - crop.reshape(-1, 3).mean(axis=0)
+                crop = np.clip(crop.astype(np.float32) + shift, 0, 255).astype(np.uint8)
+            crop.setflags(write=False)
+            self._templates[name] = Template(name=name, frames=(crop,), area=area)
+
+    def get(self, name: str) -> Template | None:
+        return self._templates.get(name)
+
+    def names(self) -> Iterable[str]:
+        return list(self._templates)
+
+
+# --------------------------------------------------------------------------------------------------- renderer
+
+
+class Renderer:
+    """Renders pages, popups, the loading screen and the unknown screen of one server-resolved graph."""
+
+    def __init__(self, graph: Graph, assets: AssetPack | None = None) -> None:
+        if graph.server is None:
+            graph = graph.for_server(graph.servers[0])
+        self.graph = graph
+        self.assets = assets if assets is not None else SyntheticAssets(graph)
+        self.width, self.height = graph.resolution
+        self._buttons = {b.name: b for b in graph.buttons}
+        self._page_cache: dict[str, np.ndarray] = {}
+
+    # ---- pieces
+
+    def _template_crop(self, asset: str, area: Area) -> np.ndarray:
+        template = self.assets.get(asset)
+        if template is None or not template.frames:
+            log.debug("asset %s missing from the pack; drawing a synthetic stand-in", asset)
+            x1, y1, x2, y2 = area
+            crop = texture("asset:" + asset, x2 - x1, y2 - y1)
+            put_text_fit(crop, asset.rsplit("/", 1)[-1], (0, 0, x2 - x1, y2 - y1))
+            return crop
+        return template.frames[0]
+
+    def _template_area(self, asset: str, declared: Area) -> Area:
+        """Where the template sits: its own area when the pack knows it and it has the same size (ALAS files),
+        else the declared area."""
+        template = self.assets.get(asset)
+        if template is not None and template.area is not None:
+            ax1, ay1, ax2, ay2 = template.area
+            x1, y1, x2, y2 = declared
+            if (ax2 - ax1, ay2 - ay1) == (x2 - x1, y2 - y1):
+                return tuple(template.area)
+        return declared
+
+    def draw_signature(self, frame: np.ndarray, sig: Signature) -> None:
+        if isinstance(sig, AnyOfSignature):
+            self.draw_signature(frame, sig.of[0])
+        elif isinstance(sig, ColorSignature):
+            button = self._buttons.get(sig.button) if sig.button else None
+            area = tuple(sig.area or button.area)
+            rgb = sig.rgb or (button.color if button else None)
+            if rgb is None:
+                return
+            x1, y1, x2, y2 = clip_area(area, (self.width, self.height))
+            if button is not None and button.asset:
+                # A button with a template: draw the template (its mean is the button's colour).
+                self._draw_button(frame, button)
+            else:
+                frame[y1:y2, x1:x2] = np.array(rgb[::-1], np.uint8)
+        elif isinstance(sig, TemplateSignature):
+            button = self._buttons.get(sig.button) if sig.button else None
+            asset = sig.asset or (button.asset if button else None)
+            area = tuple(sig.area or (button.area if button else None))
+            if asset is None:
+                if button is not None:
+                    self._draw_button(frame, button)
+                return
+            paste(frame, self._template_crop(asset, area), self._template_area(asset, area))
+        elif isinstance(sig, OcrSignature):
+            text = sig.sample if sig.sample else strip_regex(sig.pattern)
+            x1, y1, x2, y2 = clip_area(tuple(sig.area), (self.width, self.height))
+            frame[y1:y2, x1:x2] = (235, 235, 235)
+            put_text_fit(frame, text, (x1, y1, x2, y2), color=(20, 20, 20), outline=None)
+
+    def _draw_button(self, frame: np.ndarray, button) -> None:
+        if button.asset:
+            area = tuple(button.area)
+            paste(frame, self._template_crop(button.asset, area), self._template_area(button.asset, area))
+            return
+        area = clip_area(tuple(button.click_area), (self.width, self.height))
+        x1, y1, x2, y2 = area
+        if x2 <= x1 or y2 <= y1:
+            return
+        if button.color is not None:
+            frame[y1:y2, x1:x2] = np.array(button.color[::-1], np.uint8)
+        else:
+            frame[y1:y2, x1:x2] = texture("button:" + button.name, x2 - x1, y2 - y1)
+        cv2.rectangle(frame, (x1, y1), (x2 - 1, y2 - 1), (250, 250, 250), 1)
+        put_text_fit(frame, button.text or button.name, area)
+
+    def _draw_point(self, frame: np.ndarray, point: tuple[int, int]) -> None:
+        x, y = point
+        area = clip_area((x - POINT_BOX, y - POINT_BOX, x + POINT_BOX, y + POINT_BOX), (self.width, self.height))
+        x1, y1, x2, y2 = area
+        if x2 > x1 and y2 > y1:
+            frame[y1:y2, x1:x2] = texture("point", x2 - x1, y2 - y1)
+            cv2.circle(frame, (x, y), 4, (255, 255, 255), -1)
+
+    def _draw_actions(self, frame: np.ndarray, actions) -> None:
+        for action in actions:
+            if isinstance(action, TapAction):
+                if action.button is not None and action.button in self._buttons:
+                    self._draw_button(frame, self._buttons[action.button])
+                elif action.point is not None:
+                    self._draw_point(frame, tuple(action.point))
+
+    # ---- screens
+
+    def background(self, name: str) -> np.ndarray:
+        frame = texture("page:" + name, self.width, self.height)
+        # A dark title band so the page name is readable by a human looking at a capture.
+        frame[8:44, 8 : min(self.width - 8, 8 + 16 * len(name) + 16)] //= 3
+        cv2.putText(frame, name, (16, 36), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (255, 255, 255), 2, cv2.LINE_AA)
+        return frame
+
+    def page(self, name: str) -> np.ndarray:
+        """The page `name` with its link buttons and signatures; a read-only cached array."""
+        cached = self._page_cache.get(name)
+        if cached is not None:
+            return cached
+        page: Page = self.graph.page(name)
+        frame = self.background(name)
+        self._draw_actions(frame, [link.action for link in page.links])
+        for sig in page.signatures:
+            self.draw_signature(frame, sig)
+        frame.setflags(write=False)
+        self._page_cache[name] = frame
+        return frame
+
+    def with_popups(self, frame: np.ndarray, popups: Iterable[Popup]) -> np.ndarray:
+        """`frame` darkened under each popup in turn, with the popup's signatures and dismiss buttons on top."""
+        out = frame.copy()
+        for popup in popups:
+            out = (out.astype(np.uint16) * 2 // 5).astype(np.uint8)
+            self._draw_actions(out, popup.dismiss)
+            for sig in popup.signatures:
+                self.draw_signature(out, sig)
+        return out
+
+    def loading(self) -> np.ndarray:
+        if self.graph.loading_signatures:
+            frame = texture("page:" + LOADING_NAME, self.width, self.height) // 2
+            for sig in self.graph.loading_signatures:
+                self.draw_signature(frame, sig)
+            return frame
+        frame = np.zeros((self.height, self.width, 3), np.uint8)
+        frame[:] = (60, 30, 20)
+        w, h = self.width, self.height
+        cv2.rectangle(frame, (w // 4, h * 3 // 4), (w * 3 // 4, h * 3 // 4 + 16), (200, 200, 200), 2)
+        cv2.rectangle(frame, (w // 4 + 4, h * 3 // 4 + 4), (w // 2, h * 3 // 4 + 12), (80, 200, 255), -1)
+        put_text_fit(frame, "NOW LOADING", (w // 4, h // 3, w * 3 // 4, h // 2))
+        return frame
+
+    def unknown(self, variant: int = 0) -> np.ndarray:
+        """A random-looking screen that carries none of the graph's signatures."""
+        frame = texture(f"{UNKNOWN_NAME}:{variant}", self.width, self.height)
+        rng = np.random.default_rng(seed_of(f"{UNKNOWN_NAME}:{variant}"))
+        for _ in range(6):
+            x1, y1 = int(rng.integers(0, self.width - 40)), int(rng.integers(0, self.height - 40))
+            x2, y2 = x1 + int(rng.integers(20, 300)), y1 + int(rng.integers(20, 200))
+            cv2.rectangle(frame, (x1, y1), (x2, y2), tuple(int(c) for c in rng.integers(0, 256, 3)), -1)
+        return frame
+
+    def black(self) -> np.ndarray:
+        return np.zeros((self.height, self.width, 3), np.uint8)

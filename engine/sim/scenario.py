@@ -1,0 +1,143 @@
+"""Fault scenarios for the simulator: what goes wrong, how often, reproducibly from a seed.
+
+A ``Scenario`` is the declarative part (a YAML file or command-line flags, validated by pydantic); ``Faults`` is a
+scenario bound to a seed that answers the simulator's questions ("does a popup appear after this hop?", "does this
+request hang?"). Game faults and device (ADB) faults draw from two separate random streams, so the number of
+protocol requests a client happens to make (adbutils asks the server version before every transport) never
+changes what the game does: same seed and same sequence of game calls give the same game.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.errors import ConfigError
+
+Probability = float
+
+
+class Scenario(BaseModel):
+    """What goes wrong. Every probability defaults to 0: the default scenario is a perfect phone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str = ""
+    seed: int | None = Field(None, description="Default seed when the caller gives none.")
+    # ---- game faults
+    popup_p: Probability = Field(0.0, ge=0, le=1, description="Chance a popup shows after a hop.")
+    popups: list[str] | None = Field(
+        None, description="Popups that may appear; default: every popup allowed on the page reached."
+    )
+    popup_chain_p: Probability = Field(
+        0.0, ge=0, le=1, description="Chance that dismissing a scenario popup makes another one show."
+    )
+    loading_min: float | None = Field(None, ge=0, description="Shortest loading screen after a hop (seconds).")
+    loading_max: float | None = Field(None, ge=0, description="Longest loading screen after a hop (seconds).")
+    black_frame_p: Probability = Field(0.0, ge=0, le=1, description="Chance a frame comes back black.")
+    drop_tap_p: Probability = Field(0.0, ge=0, le=1, description="Chance a tap is lost.")
+    unknown_p: Probability = Field(
+        0.0, ge=0, le=1, description="Chance of an unknown screen after a hop; only the back key leaves it."
+    )
+    crash_p: Probability = Field(0.0, ge=0, le=1, description="Chance the game crashes to its login screen after a hop.")
+    # ---- device faults
+    adb_error_p: Probability = Field(0.0, ge=0, le=1, description="Chance a device request fails transiently.")
+    adb_error: Literal["closed", "offline", "any"] = Field(
+        "any", description="closed: the connection drops mid-answer; offline: FAIL device offline."
+    )
+    hang_seconds: float = Field(0.0, ge=0, le=600, description="How long a hung request stays silent.")
+    hang_on_request: int | None = Field(None, ge=1, description="Hang on this device request (1-based).")
+    hang_p: Probability = Field(0.0, ge=0, le=1, description="Chance any device request hangs.")
+
+    @model_validator(mode="after")
+    def _loading_range(self) -> Scenario:
+        if self.loading_min is not None and self.loading_max is not None and self.loading_max < self.loading_min:
+            raise ValueError("loading_max is below loading_min")
+        return self
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Scenario:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            return cls.model_validate(data)
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read scenario: {exc}", file=str(path)) from None
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            raise ConfigError(f"bad scenario: {exc}", file=str(path)) from None
+
+
+DeviceFault = Literal["none", "closed", "offline", "hang"]
+
+
+class Faults:
+    """A scenario bound to a seed: the simulator's source of (reproducible) bad luck. Not thread-safe by itself;
+    the game and the server each call it under their own lock."""
+
+    def __init__(self, scenario: Scenario | None = None, seed: int | None = None) -> None:
+        self.scenario = scenario or Scenario()
+        if seed is None:
+            seed = self.scenario.seed or 0
+        self.seed = seed
+        self.game_rng = random.Random(f"{seed}:game")
+        self.device_rng = random.Random(f"{seed}:device")
+        self.device_requests = 0
+
+    def _chance(self, rng: random.Random, p: float) -> bool:
+        # Always draw, so whether a fault is enabled never shifts the stream for the others.
+        return rng.random() < p
+
+    # ---- game
+
+    def drop_tap(self) -> bool:
+        return self._chance(self.game_rng, self.scenario.drop_tap_p)
+
+    def black_frame(self) -> bool:
+        return self._chance(self.game_rng, self.scenario.black_frame_p)
+
+    def loading_seconds(self, allowance: float) -> float:
+        """How long the loading screen after a hop lasts: the scenario's range, else half the page's allowance."""
+        s = self.scenario
+        if s.loading_min is None and s.loading_max is None:
+            return allowance / 2
+        low = s.loading_min if s.loading_min is not None else 0.0
+        high = s.loading_max if s.loading_max is not None else low
+        return self.game_rng.uniform(low, high)
+
+    def after_hop(self) -> Literal["none", "crash", "unknown"]:
+        crash = self._chance(self.game_rng, self.scenario.crash_p)
+        unknown = self._chance(self.game_rng, self.scenario.unknown_p)
+        return "crash" if crash else "unknown" if unknown else "none"
+
+    def popup_after_hop(self, allowed: list[str]) -> str | None:
+        return self._pick_popup(self.scenario.popup_p, allowed)
+
+    def popup_after_dismiss(self, allowed: list[str]) -> str | None:
+        return self._pick_popup(self.scenario.popup_chain_p, allowed)
+
+    def _pick_popup(self, p: float, allowed: list[str]) -> str | None:
+        hit = self._chance(self.game_rng, p)
+        if self.scenario.popups is not None:
+            allowed = [name for name in allowed if name in self.scenario.popups]
+        if not hit or not allowed:
+            return None
+        return self.game_rng.choice(sorted(allowed))
+
+    # ---- device
+
+    def device_fault(self) -> DeviceFault:
+        """The fate of the next device request (transport selection), counted from 1."""
+        self.device_requests += 1
+        s = self.scenario
+        hang = self._chance(self.device_rng, s.hang_p) or self.device_requests == s.hang_on_request
+        error = self._chance(self.device_rng, s.adb_error_p)
+        kind = self.device_rng.choice(["closed", "offline"]) if s.adb_error == "any" else s.adb_error
+        if hang and s.hang_seconds > 0:
+            return "hang"
+        if error:
+            return kind
+        return "none"
