@@ -1,0 +1,51 @@
+"""Stuck detection: the click record, the repeat detector and the watchdog answer with reasons, never raise."""
+
+from engine.stuck import ClickRecord, ProgressWatchdog, RepeatDetector
+
+
+def test_one_button_twelve_times_in_fifteen_aborts():
+    record = ClickRecord()
+    reasons = [record.add("A" if i % 5 else "B") for i in range(15)]
+    # 12 of 15 are A (i % 5 != 0 for 12 values of i): the 15th click trips it, none before.
+    assert reasons[:14] == [None] * 14
+    assert reasons[14] is not None and "A" in reasons[14]
+
+
+def test_varied_clicks_never_abort():
+    record = ClickRecord()
+    assert all(record.add(f"B{i % 7}") is None for i in range(100))
+
+
+def test_two_buttons_alternating_six_times_each_abort():
+    record = ClickRecord()
+    reasons = [record.add("X" if i % 2 == 0 else "Y") for i in range(12)]
+    assert reasons[:11] == [None] * 11
+    assert "alternate" in reasons[11]
+
+
+def test_two_buttons_not_alternating_do_not_count_as_ping_pong():
+    record = ClickRecord()
+    seq = ["X"] * 6 + ["Y"] * 6
+    assert [record.add(b) for b in seq] == [None] * 12
+
+
+def test_repeat_detector_warns_at_three_and_aborts_at_five():
+    detector = RepeatDetector()
+    verdicts = [detector.add("tap", [1, 2], "page_main")[0] for _ in range(5)]
+    assert verdicts == ["ok", "ok", "warn", "warn", "abort"]
+
+
+def test_repeat_detector_only_counts_identical_entries_in_its_window():
+    detector = RepeatDetector()
+    for i in range(20):
+        verdict, _ = detector.add("tap", [i % 4], "page_main")
+        assert verdict == "ok"  # each entry repeats twice per window of 8 at most
+
+
+def test_watchdog_resets_on_a_new_page_and_trips_without_one():
+    dog = ProgressWatchdog(limit=3)
+    assert dog.step("a") is None
+    assert dog.step("a") is None
+    assert dog.step("b") is None
+    assert dog.step("b") is None and dog.step(None) is None
+    assert dog.step("a") is not None
