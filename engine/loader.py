@@ -130,6 +130,7 @@ class _Collected:
     items: dict[str, list[tuple[Any, _Src]]] = field(default_factory=lambda: {k: [] for k in ITEM_MODELS})
     raw_names: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in ITEM_MODELS})
     problems: list[Problem] = field(default_factory=list)
+    items_read: int = 0
 
 
 def graph_files(path: str | Path) -> list[Path]:
@@ -154,6 +155,7 @@ def _read_files(path: Path) -> _Collected:
         out.problems.append(Problem(str(path), None, None, "no graph files (*.yaml) in this folder"))
     for file in files:
         _read_one(file, out)
+    out.items_read = len(files)
     return out
 
 
@@ -299,6 +301,8 @@ class _Checker:
     # ---- graph-wide fields
 
     def check_wide(self) -> None:
+        if not self.c.items_read:
+            return  # nothing was read: the reason is already reported, "not set" would only be noise
         for key in REQUIRED_FIELDS:
             if key not in self.c.wide:
                 self.problems.append(
@@ -578,7 +582,14 @@ def load_graph(path: str | Path | None = None, *, server: str | None = None) -> 
     """
     report = check_graph(path)
     for warning in report.warnings:
-        logger.warning("%s", warning)
+        logger.info("%s", warning)
+    if report.warnings:
+        # One line, not one per warning: every goto loads the graph, and `validate` lists them in full.
+        logger.warning(
+            "%d warning(s) in the graph at %s; `python -m engine validate` lists them",
+            len(report.warnings),
+            path if path is not None else paths.builtin_graph_dir("azurlane"),
+        )
     if report.graph is None:
         raise GraphError(list(report.errors))
     return report.graph.for_server(server) if server is not None else report.graph
