@@ -1,0 +1,323 @@
+"""AdbDevice: the Device protocol over the ADB host protocol, through adbutils, every call bounded by a policy.
+
+Screenshots use raw ``screencap`` (header + RGBA pixels) and fall back to ``screencap -p`` (PNG) when a device
+sends something raw decoding cannot read; the choice is remembered for the device's lifetime. Frames of another
+size of the graph's shape (1920x1080 for a 1280x720 graph) are scaled to the graph's resolution, and taps are
+scaled back to the device's pixels.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Callable
+
+import adbutils
+import numpy as np
+
+from engine.device import frames
+from engine.device.base import keycode
+from engine.device.client import BoundedClient
+from engine.device.faults import classify
+from engine.device.health import Health
+from engine.errors import (
+    AdbServerDown,
+    BadFrame,
+    BlackFrame,
+    ConnectionLost,
+    DeviceError,
+    DeviceNotFound,
+    DeviceOffline,
+    DeviceTimeout,
+)
+from engine.policies import Policies, Policy, load_policies
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20
+
+
+def adb_server_address(host: str | None = None, port: int | None = None) -> tuple[str, int]:
+    """The ADB server address as adb itself finds it: arguments, then ANDROID_ADB_SERVER_HOST/PORT, then 5037."""
+    host = host or os.environ.get("ANDROID_ADB_SERVER_HOST") or "127.0.0.1"
+    port = port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
+    return host, int(port)
+
+
+def is_network_serial(serial: str) -> bool:
+    """A host:port serial (an emulator over TCP, such as MEmu's 127.0.0.1:21503) that `adb connect` can attach."""
+    host, sep, port = serial.rpartition(":")
+    return bool(sep and host and port.isdigit())
+
+
+class AdbDevice:
+    """A phone or emulator behind an ADB server.
+
+    Args:
+        serial: the device's serial as ``adb devices`` lists it (``emulator-5554``, ``127.0.0.1:21503``).
+        resolution: the graph's reference (width, height); frames come back at this size.
+        host, port: the ADB server (default: ANDROID_ADB_SERVER_HOST/PORT, else 127.0.0.1:5037).
+        policies: retry and time bounds per tool (default: the shipped policies).
+        sleep: replaces time.sleep between retries (tests).
+        connect: run ``adb connect`` for a host:port serial the server does not list yet.
+    """
+
+    def __init__(
+        self,
+        serial: str,
+        *,
+        resolution: tuple[int, int] = (1280, 720),
+        host: str | None = None,
+        port: int | None = None,
+        policies: Policies | None = None,
+        sleep: Callable[[float], None] | None = None,
+        connect: bool = True,
+    ) -> None:
+        self._serial = serial
+        self._resolution = (int(resolution[0]), int(resolution[1]))
+        self.host, self.port = adb_server_address(host, port)
+        self.policies = policies or load_policies()
+        self._sleep = sleep
+        self._connect = connect and is_network_serial(serial)
+        self._client = BoundedClient(self.host, self.port, default_bound=self.policies.get("health").timeout)
+        self._adb = adbutils.AdbDevice(self._client, serial=serial)
+        self.screenshot_method: str | None = None
+        """``raw`` or ``png`` once the first screenshot chose; None before."""
+        self.frame_size: tuple[int, int] | None = None
+        """The device's own (width, height), learnt from its frames."""
+        self._closed = False
+        self._on_close: list[Callable[[], None]] = []
+        self.sim = None
+        """The embedded simulator behind this device, when open_device started one."""
+
+    # ---- Device protocol
+
+    @property
+    def serial(self) -> str:
+        return self._serial
+
+    @property
+    def resolution(self) -> tuple[int, int]:
+        return self._resolution
+
+    def screenshot(self, *, allow_black: bool = False) -> np.ndarray:
+        def once() -> np.ndarray:
+            frame = self._screenshot_once()
+            problem = None if allow_black else frames.frame_problem(frame)
+            if problem:
+                raise BlackFrame(f"the screen is {problem}", serial=self._serial, problem=problem)
+            return frame
+
+        return self._run("screenshot", once)
+
+    def tap(self, x: int, y: int) -> None:
+        dx, dy = self._to_device(x, y)
+        self._run("tap", lambda: self._shell(f"input tap {dx} {dy}", doing=f"tap {x},{y}"))
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
+        a, b = self._to_device(x1, y1), self._to_device(x2, y2)
+        command = f"input swipe {a[0]} {a[1]} {b[0]} {b[1]} {int(duration_ms)}"
+        self._run("swipe", lambda: self._shell(command, doing=f"swipe {x1},{y1}->{x2},{y2}"))
+
+    def key(self, name_or_code: str | int) -> None:
+        code = keycode(name_or_code)
+        self._run("key", lambda: self._shell(f"input keyevent {code}", doing=f"key {name_or_code}"))
+
+    def health(self) -> Health:
+        """Probe server, device and screen in that order, inside the health policy's bound; never raises."""
+        bound = self.policies.get("health").timeout
+        start = time.monotonic()
+        found = {"adb_connected": False, "emulator_running": False}
+
+        def done(status: str, error: BaseException | str | None = None, **more) -> Health:
+            return Health(
+                status=status,  # type: ignore[arg-type]
+                serial=self._serial,
+                error=str(error) if error else None,
+                latency_ms=(time.monotonic() - start) * 1000,
+                screenshot_method=self.screenshot_method,
+                **{**found, **more},
+            )
+
+        with self._client.bounded(bound):
+            try:
+                state = self._device_state()
+            except Exception as exc:
+                err = classify(exc, self._serial, doing="health")
+                return done(_HEALTH_STATUS.get(type(err), "timeout"), err)
+            found["adb_connected"] = True
+            if state is None:
+                return done("device_missing", f"{self._serial} is not among the ADB server's devices")
+            if state != "device":
+                return done("device_offline", f"{self._serial} is {state}")
+            found["emulator_running"] = True
+            try:
+                frame = self._bounded_attempt("health", self._screenshot_once)
+            except Exception as exc:
+                err = classify(exc, self._serial, doing="health screenshot")
+                return done(_HEALTH_STATUS.get(type(err), "device_offline"), err)
+        problem = frames.frame_problem(frame)
+        if problem:
+            return done("black_screen", f"the screen is {problem}", black_frame=True, frame_size=self.frame_size)
+        return done("healthy", screenshot_ok=True, frame_size=self.frame_size)
+
+    def _device_state(self) -> str | None:
+        """The serial's state in the server's device list (``device``, ``offline``, ...), None when absent."""
+        states = {info.serial: info.state for info in self._client.list()}
+        if self._serial not in states and self._connect:
+            try:
+                self._adb_connect()
+            except DeviceNotFound as exc:
+                log.info("%s", exc)
+                return None
+            states = {info.serial: info.state for info in self._client.list()}
+        return states.get(self._serial)
+
+    def reconnect(self) -> None:
+        """Forget what the server told us and, for a host:port serial, ``adb disconnect`` + ``adb connect``.
+
+        Bounded by the health policy; failures are logged, not raised (the next attempt reports them).
+        """
+        self._client.forget_version()
+        if not self._connect:
+            return
+        try:
+            with self._client.bounded(self.policies.get("health").timeout):
+                self._client.disconnect(self._serial)
+                answer = self._client.connect(self._serial)
+            log.info("reconnect %s: %s", self._serial, answer)
+        except (adbutils.AdbError, OSError) as exc:
+            log.info("reconnect %s failed: %s", self._serial, classify(exc, self._serial))
+
+    def close(self) -> None:
+        # Every call opens its own connection, so only what others attached (an embedded simulator) is released.
+        if self._closed:
+            return
+        self._closed = True
+        for callback in reversed(self._on_close):
+            callback()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call `callback` when the device is closed (open_device stops its embedded simulator this way)."""
+        self._on_close.append(callback)
+
+    def __enter__(self) -> AdbDevice:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"AdbDevice({self._serial!r} at {self.host}:{self.port})"
+
+    # ---- the moving parts
+
+    def _run(self, tool: str, fn: Callable[[], object]):
+        """Run `fn` under `tool`'s policy: every attempt inside the policy's hard bound, retries as it says."""
+        if self._closed:
+            raise DeviceError("the device was closed", serial=self._serial)
+        policy: Policy = self.policies.get(tool)
+        hook = (lambda state: self.reconnect()) if policy.reconnect else None
+        with self._client.bounded(policy.timeout):
+            retrying = policy.retrying(sleep=self._sleep, before_sleep=hook)
+            return retrying(self._bounded_attempt, tool, fn)
+
+    def _bounded_attempt(self, tool: str, fn: Callable[[], object]):
+        left = self._client.remaining()
+        if left is not None and left <= 0:
+            raise DeviceTimeout(f"{tool}: no time left in its bound", serial=self._serial)
+        try:
+            return fn()
+        except DeviceError:
+            raise
+        except Exception as exc:
+            raise classify(exc, self._serial, doing=tool) from exc
+
+    def _exec(self, command: str) -> bytes:
+        """Everything `command` prints, read until the device closes the stream (or the deadline passes)."""
+        try:
+            conn = self._adb.open_transport()
+        except adbutils.AdbError as exc:
+            if self._connect and _names_missing_device(exc):
+                self._adb_connect()
+                conn = self._adb.open_transport()
+            else:
+                raise
+        try:
+            conn.send_command("shell:" + command)
+            conn.check_okay()
+            sock = conn.conn
+            out = bytearray()
+            buffer = bytearray(_CHUNK)
+            view = memoryview(buffer)
+            while True:
+                n = sock.recv_into(view, _CHUNK)
+                if not n:
+                    return bytes(out)
+                out += view[:n]
+        finally:
+            conn.close()
+
+    def _shell(self, command: str, *, doing: str) -> str:
+        text = self._exec(command).decode("utf-8", errors="replace").strip()
+        # `input` prints nothing when it worked; an error text means the device refused the command.
+        if text and ("error" in text.lower() or "exception" in text.lower()):
+            raise DeviceError(f"{doing}: the device answered {text[:200]!r}", serial=self._serial)
+        return text
+
+    def _adb_connect(self) -> None:
+        answer = self._client.connect(self._serial)
+        log.info("adb connect %s: %s", self._serial, answer)
+        if "unable" in answer or "failed" in answer or "cannot" in answer:
+            raise DeviceNotFound(f"adb connect {self._serial}: {answer}", serial=self._serial)
+
+    def _screenshot_once(self) -> np.ndarray:
+        if self.screenshot_method != "png":
+            data = self._exec("screencap")
+            if frames.raw_truncated(data):
+                raise ConnectionLost(f"screencap sent {len(data)} bytes, less than its header announced",
+                                     serial=self._serial)
+            try:
+                frame = frames.decode_raw(data)
+            except BadFrame as exc:
+                if self.screenshot_method == "raw":
+                    raise
+                log.info("raw screencap unusable on %s (%s); using screencap -p from now on", self._serial, exc)
+                self.screenshot_method = "png"
+            else:
+                self.screenshot_method = "raw"
+                return self._fit(frame)
+        data = self._exec("screencap -p")
+        if data.startswith(frames.PNG_MAGIC) and not data.rstrip().endswith(frames.PNG_END):
+            raise ConnectionLost(f"screencap -p sent a PNG cut short ({len(data)} bytes)", serial=self._serial)
+        return self._fit(frames.decode_png(data))
+
+    def _fit(self, frame: np.ndarray) -> np.ndarray:
+        self.frame_size = (frame.shape[1], frame.shape[0])
+        return frames.fit(frame, self._resolution)
+
+    def _to_device(self, x: int, y: int) -> tuple[int, int]:
+        width, height = self._resolution
+        if not (0 <= x < width and 0 <= y < height):
+            raise ValueError(f"point {x},{y} is outside the {width}x{height} screen")
+        if self.frame_size is None or self.frame_size == self._resolution:
+            return int(x), int(y)
+        fw, fh = self.frame_size
+        return int(round(x * fw / width)), int(round(y * fh / height))
+
+
+_HEALTH_STATUS = {
+    AdbServerDown: "adb_server_down",
+    DeviceNotFound: "device_missing",
+    DeviceOffline: "device_offline",
+    ConnectionLost: "device_offline",
+    DeviceTimeout: "timeout",
+    BadFrame: "bad_frame",
+}
+
+
+def _names_missing_device(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "not found" in text or "no such device" in text
+

@@ -1,0 +1,145 @@
+"""Pure functions on frames: decode what screencap sends, fit it to the graph's resolution, judge its sanity.
+
+Raw ``screencap`` output is a little-endian header (width, height, pixel format, and on Android 9+ a colour space)
+followed by the pixels; decoding it is a reshape and a channel swap (well under a millisecond), where ``screencap
+-p`` costs a PNG encode on the phone and a decode here (tens of milliseconds).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import cv2
+import numpy as np
+
+from engine.errors import BadFrame
+
+# Android PixelFormat values screencap writes: bytes per pixel and how to get BGR.
+_RGBA_8888, _RGBX_8888, _RGB_888, _RGB_565, _BGRA_8888 = 1, 2, 3, 4, 5
+_BYTES_PER_PIXEL = {_RGBA_8888: 4, _RGBX_8888: 4, _RGB_888: 3, _RGB_565: 2, _BGRA_8888: 4}
+
+ASPECT_TOLERANCE = 0.01
+"""Relative difference of width/height ratios that still counts as the same shape (1920x1080 vs 1280x720)."""
+
+
+def decode_raw(data: bytes | bytearray | memoryview) -> np.ndarray:
+    """BGR frame from raw ``screencap`` output.
+
+    The header is 12 bytes (width, height, format) before Android 9 and 16 bytes (plus colour space) since; which
+    one is told by the length of what follows it.
+
+    Raises:
+        BadFrame: too short, unknown pixel format, or a length that fits neither header.
+    """
+    if len(data) < 12:
+        raise BadFrame(f"raw screencap output is {len(data)} bytes, shorter than its header")
+    width, height, fmt = struct.unpack_from("<III", data, 0)
+    bpp = _BYTES_PER_PIXEL.get(fmt)
+    if bpp is None:
+        raise BadFrame(f"raw screencap pixel format {fmt} is not supported")
+    if not (0 < width <= 10_000 and 0 < height <= 10_000):
+        raise BadFrame(f"raw screencap header says {width}x{height}")
+    size = width * height * bpp
+    header = len(data) - size
+    if header not in (12, 16):
+        raise BadFrame(f"raw screencap output is {len(data)} bytes; a {width}x{height} frame needs {size} + header")
+    pixels = np.frombuffer(data, dtype=np.uint8, count=size, offset=header)
+    if fmt == _RGB_565:
+        return cv2.cvtColor(pixels.reshape(height, width, 2), cv2.COLOR_BGR5652BGR)
+    pixels = pixels.reshape(height, width, bpp)
+    if fmt == _BGRA_8888:
+        return np.ascontiguousarray(pixels[:, :, :3])
+    if fmt == _RGB_888:
+        return cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
+    return cv2.cvtColor(pixels, cv2.COLOR_RGBA2BGR)
+
+
+def raw_truncated(data: bytes | bytearray) -> bool:
+    """Whether `data` starts with a plausible raw header but holds fewer pixels than it announces (a connection
+    cut mid-answer, worth a retry), as opposed to output that is no raw frame at all."""
+    if len(data) < 12:
+        return False
+    width, height, fmt = struct.unpack_from("<III", data, 0)
+    bpp = _BYTES_PER_PIXEL.get(fmt)
+    if bpp is None or not (0 < width <= 10_000 and 0 < height <= 10_000):
+        return False
+    return len(data) < 12 + width * height * bpp
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PNG_END = b"IEND\xaeB`\x82"
+
+
+def encode_raw(frame: np.ndarray, *, colorspace: bool = True) -> bytes:
+    """Raw ``screencap`` bytes (RGBA_8888) of a BGR frame: what a phone would send (tests, the fake server)."""
+    height, width = frame.shape[:2]
+    header = struct.pack("<IIII", width, height, _RGBA_8888, 1) if colorspace else struct.pack(
+        "<III", width, height, _RGBA_8888
+    )
+    return header + cv2.cvtColor(frame, cv2.COLOR_BGR2RGBA).tobytes()
+
+
+def decode_png(data: bytes | bytearray) -> np.ndarray:
+    """BGR frame from ``screencap -p`` output (any image format OpenCV reads)."""
+    frame = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR) if data else None
+    if frame is None:
+        head = bytes(data[:16])
+        raise BadFrame(f"screencap -p output ({len(data)} bytes, starting {head!r}) is not an image")
+    return frame
+
+
+def fit(frame: np.ndarray, resolution: tuple[int, int]) -> np.ndarray:
+    """`frame` at the graph's `resolution` (width, height): as is, or scaled down/up when the shape matches.
+
+    Raises:
+        BadFrame: the frame is portrait while the graph is landscape (or the reverse), or has another shape.
+    """
+    check_shape(frame, resolution)
+    width, height = resolution
+    if frame.shape[1] == width and frame.shape[0] == height:
+        return frame
+    shrinking = frame.shape[1] > width
+    return cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
+
+
+def check_shape(frame: np.ndarray, resolution: tuple[int, int]) -> None:
+    """Raise BadFrame unless `frame` is a BGR uint8 image of `resolution`'s orientation and aspect ratio."""
+    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+        raise BadFrame(f"frame is {frame.dtype} of shape {frame.shape}, not BGR uint8")
+    height, width = frame.shape[:2]
+    want_w, want_h = resolution
+    if (width >= height) != (want_w >= want_h):
+        raise BadFrame(
+            f"frame is {'portrait' if height > width else 'landscape'} {width}x{height} but the graph is "
+            f"{want_w}x{want_h}: rotate the device or set the game's orientation"
+        )
+    if abs((width / height) / (want_w / want_h) - 1) > ASPECT_TOLERANCE:
+        raise BadFrame(
+            f"frame is {width}x{height}, which is not the graph's {want_w}x{want_h} shape: set the emulator's "
+            f"resolution to {want_w}x{want_h} (or another size of that aspect ratio)"
+        )
+
+
+def _sample(frame: np.ndarray) -> np.ndarray:
+    # Every 8th pixel is plenty to tell a flat frame from a game screen, and 64x cheaper than all of them.
+    return frame[::8, ::8]
+
+
+def is_black(frame: np.ndarray, threshold: int = 12) -> bool:
+    """Every sampled pixel is darker than `threshold` on every channel (a sleeping screen, a dead renderer)."""
+    return int(_sample(frame).max()) < threshold
+
+
+def is_flat(frame: np.ndarray, tolerance: int = 6) -> bool:
+    """The frame is one colour (within `tolerance` per channel): nothing a page could be recognised on."""
+    sample = _sample(frame).reshape(-1, frame.shape[2] if frame.ndim == 3 else 1)
+    return bool((sample.max(axis=0).astype(int) - sample.min(axis=0).astype(int)).max() <= tolerance)
+
+
+def frame_problem(frame: np.ndarray) -> str | None:
+    """``"black"``, ``"flat"`` or None for a frame worth looking at."""
+    if is_black(frame):
+        return "black"
+    if is_flat(frame):
+        return "flat"
+    return None
