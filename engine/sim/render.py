@@ -238,7 +238,9 @@ class Renderer:
             text = sig.sample if sig.sample else strip_regex(sig.pattern)
             x1, y1, x2, y2 = clip_area(tuple(sig.area), (self.width, self.height))
             frame[y1:y2, x1:x2] = (235, 235, 235)
-            put_text_fit(frame, text, (x1, y1, x2, y2), color=(20, 20, 20), outline=None)
+            # A margin around the text: OCR detectors crop word boxes with some slack and miss glyphs at edges.
+            mx, my = max(2, (x2 - x1) // 12), max(2, (y2 - y1) // 6)
+            put_text_fit(frame, text, (x1 + mx, y1 + my, x2 - mx, y2 - my), color=(20, 20, 20), outline=None)
 
     def _draw_button(self, frame: np.ndarray, button) -> None:
         if button.asset:
