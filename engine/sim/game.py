@@ -218,7 +218,8 @@ class SimGame:
         self._dismiss_step.pop(popup.name, None)
         self.popups.remove(popup.name)
         log.debug("popup %s dismissed", popup.name)
-        follow = self.faults.popup_after_dismiss(self._allowed_popups())
+        # A chain is "a popup, then another": the one just closed does not come straight back.
+        follow = self.faults.popup_after_dismiss([n for n in self._allowed_popups() if n != popup.name])
         if follow is not None:
             self._show_popup(follow)
 
