@@ -131,6 +131,8 @@ class _Collected:
     raw_names: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in ITEM_MODELS})
     problems: list[Problem] = field(default_factory=list)
     items_read: int = 0
+    unreadable: int = 0
+    """Files whose YAML could not be parsed at all: what they would have set is unknown."""
 
 
 def graph_files(path: str | Path) -> list[Path]:
@@ -164,7 +166,9 @@ def _read_one(file: Path, out: _Collected) -> None:
     out.problems.extend(source.problems)
     data, locator = source.data, source.locator
     if data is None:
-        if not source.problems:
+        if source.problems:
+            out.unreadable += 1
+        else:
             out.problems.append(locator.problem((), "empty graph file", "warning"))
         return
     if not isinstance(data, dict):
@@ -301,8 +305,8 @@ class _Checker:
     # ---- graph-wide fields
 
     def check_wide(self) -> None:
-        if not self.c.items_read:
-            return  # nothing was read: the reason is already reported, "not set" would only be noise
+        if not self.c.items_read or self.c.unreadable:
+            return  # a file could not be read: the reason is reported, "not set" would only be noise
         for key in REQUIRED_FIELDS:
             if key not in self.c.wide:
                 self.problems.append(
@@ -559,7 +563,10 @@ def check_graph(path: str | Path | None = None) -> Report:
     checker = _Checker(collected, origin)
     checker.run()
     graph = checker.build()
-    problems = tuple(checker.problems)
+    order = {str(file): i for i, file in enumerate(graph_files(origin))} if origin.exists() else {}
+    problems = tuple(
+        sorted(checker.problems, key=lambda p: (order.get(p.file, -1), p.file, p.line or 0, p.col or 0))
+    )
     pages = [m for m, _ in collected.items["pages"]]
     return Report(
         graph=graph,
