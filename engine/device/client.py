@@ -101,16 +101,25 @@ class BoundedClient(adbutils.AdbClient):
 
     @contextlib.contextmanager
     def bounded(self, seconds: float) -> Iterator[float]:
-        """Connections made inside end by now + `seconds` (or an enclosing block's earlier deadline)."""
+        """Connections made inside end by now + `seconds` (or an enclosing block's earlier deadline).
+
+        Connections still open when the block ends are closed: adbutils leaves a connection open when a request
+        on it fails (``open_transport`` raising in ``check_okay``).
+        """
         outer = getattr(self._local, "deadline", None)
+        outer_open = getattr(self._local, "open", None)
         deadline = time.monotonic() + seconds
         if outer is not None:
             deadline = min(deadline, outer)
         self._local.deadline = deadline
+        self._local.open = []
         try:
             yield deadline
         finally:
+            for conn in self._local.open:
+                conn.close()
             self._local.deadline = outer
+            self._local.open = outer_open
 
     def remaining(self) -> float | None:
         deadline = getattr(self._local, "deadline", None)
@@ -120,7 +129,11 @@ class BoundedClient(adbutils.AdbClient):
         deadline = getattr(self._local, "deadline", None)
         if deadline is None:
             deadline = time.monotonic() + (timeout or self.default_bound)
-        return BoundedConnection(self.host, self.port, deadline)
+        conn = BoundedConnection(self.host, self.port, deadline)
+        opened = getattr(self._local, "open", None)
+        if opened is not None:
+            opened.append(conn)
+        return conn
 
     def server_version(self) -> int:
         # adbutils asks before every transport; the answer only changes when the server restarts (reconnect()).
