@@ -1,0 +1,195 @@
+"""Template verifier: cv2.matchTemplate (TM_CCOEFF_NORMED) of a template inside its area widened by an offset.
+
+Matching runs on grayscale, which on game UI separates as well as colour at a third of the cost; a signature with
+``color: true`` adds a colour confirmation (the matched region's mean colour against the template's), which is
+what tells a red button from the same button in grey. Multi-frame templates (ALAS .gif assets) hit when any frame
+does. Everything that does not depend on the frame is computed once in ``compile_template``; ``verify`` only
+slices, converts the small search region to gray into a preallocated buffer and matches.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from engine.assets import AssetPack
+from engine.errors import VerificationError
+from engine.results import Evidence
+from engine.schema import Graph, Page, TemplateSignature
+from verifiers.common import clip, field as sig_field, signature_name
+
+FLAT_STD = 8.0
+"""A template whose gray values vary less than this has no texture to correlate: CCOEFF of it is noise, so it is
+compared by colour difference and is colour-grade evidence (ALAS checks such buttons by colour, too)."""
+COARSE_MIN_SIDE = 12
+"""Templates smaller than this (either side) are matched at full scale only: halving them loses their shape."""
+COARSE_SLACK = 0.2
+"""How far below the threshold a half-scale score may be and still be refined at full scale."""
+REFINE = 3
+"""Full-scale pixels searched around the coarse best on each side."""
+
+
+class MissingAsset(VerificationError):
+    """The asset pack has no template for a signature, so that signature cannot be checked."""
+
+
+@dataclass(eq=False)
+class TemplateCheck:
+    """A template signature compiled once: gray crops (full and half scale), colour means, search rectangle,
+    preallocated buffers.
+
+    Matching is coarse to fine: the half-scale search over the whole widened area costs about a quarter of the
+    full-scale one; a coarse best far below the threshold is a miss, otherwise the full-scale template is matched
+    in a small window around the coarse best (the reported score and box are always full scale). A textureless
+    template (``flat``) is compared by difference instead (CCOEFF of a flat patch is noise) and counts as colour
+    evidence, not template evidence (``weak``).
+    """
+
+    name: str
+    area: tuple[int, int, int, int]
+    search: tuple[int, int, int, int]
+    templates: tuple[np.ndarray, ...]
+    means: tuple[tuple[float, float, float], ...]
+    flat: tuple[bool, ...]
+    threshold: float
+    color: bool = False
+    color_tolerance: int = 20
+    channel = "template"
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        x1, y1, x2, y2 = self.search
+        h, w = y2 - y1, x2 - x1
+        self.usable = h > 0 and w > 0 and all(t.shape[0] <= h and t.shape[1] <= w for t in self.templates)
+        self.weak = all(self.flat)
+        # Flat templates are colour evidence (cost 0); textured ones are the real thing.
+        self.cost = 0 if self.weak else 1
+        self._gray = np.empty((max(h, 1), max(w, 1)), np.uint8)
+        self._half = None
+        self._coarse: tuple = ()
+        small = min(min(t.shape) for t in self.templates)
+        if self.usable and not any(self.flat) and small >= COARSE_MIN_SIDE and min(h, w) >= 2 * COARSE_MIN_SIDE:
+            self._half_size = (w // 2, h // 2)
+            self._half = np.empty((h // 2, w // 2), np.uint8)
+            self._coarse = tuple(
+                cv2.resize(t, (t.shape[1] // 2, t.shape[0] // 2), interpolation=cv2.INTER_AREA)
+                for t in self.templates
+            )
+            self.usable = all(c.shape[0] <= h // 2 and c.shape[1] <= w // 2 for c in self._coarse)
+
+    def _flat_score(self, frame: np.ndarray, i: int) -> tuple[float, tuple[int, int]]:
+        # A flat patch has no position to find: compare mean colours at the declared area, as a colour check does.
+        x1, y1, x2, y2 = self.area
+        b, g, r, _ = cv2.mean(frame[y1:y2, x1:x2])
+        mb, mg, mr = self.means[i]
+        diff = max(abs(b - mb), abs(g - mg), abs(r - mr))
+        score = 1.0 - diff / 255.0 if diff <= self.color_tolerance else min(1.0 - diff / 255.0, self.threshold - 0.01)
+        return score, (x1 - self.search[0], y1 - self.search[1])
+
+    def _fine(self, gray: np.ndarray, i: int) -> tuple[float, tuple[int, int]]:
+        template = self.templates[i]
+        if self._half is None:
+            result = cv2.matchTemplate(gray, template, cv2.TM_CCOEFF_NORMED)
+            _, score, _, loc = cv2.minMaxLoc(result)
+            return score, loc
+        half = cv2.resize(gray, self._half_size, dst=self._half, interpolation=cv2.INTER_AREA)
+        result = cv2.matchTemplate(half, self._coarse[i], cv2.TM_CCOEFF_NORMED)
+        _, coarse, _, (cx, cy) = cv2.minMaxLoc(result)
+        if coarse < self.threshold - COARSE_SLACK:
+            return coarse, (cx * 2, cy * 2)
+        th, tw = template.shape
+        gh, gw = gray.shape
+        x0, y0 = max(0, cx * 2 - REFINE), max(0, cy * 2 - REFINE)
+        x1, y1 = min(gw, cx * 2 + REFINE + tw + 1), min(gh, cy * 2 + REFINE + th + 1)
+        result = cv2.matchTemplate(gray[y0:y1, x0:x1], template, cv2.TM_CCOEFF_NORMED)
+        _, score, _, (fx, fy) = cv2.minMaxLoc(result)
+        return score, (x0 + fx, y0 + fy)
+
+    def verify(self, frame: np.ndarray) -> Evidence:
+        start = time.perf_counter()
+        if not self.usable:
+            return Evidence("template", self.name, False, 0.0, box=self.area)
+        x1, y1, x2, y2 = self.search
+        region = frame[y1:y2, x1:x2]
+        best, best_loc, best_i = -1.0, (0, 0), 0
+        with self._lock:
+            gray = None
+            for i in range(len(self.templates)):
+                if self.flat[i]:
+                    score, loc = self._flat_score(frame, i)
+                else:
+                    if gray is None:
+                        gray = cv2.cvtColor(region, cv2.COLOR_BGR2GRAY, dst=self._gray)
+                    score, loc = self._fine(gray, i)
+                if score > best:
+                    best, best_loc, best_i = float(score), loc, i
+        th, tw = self.templates[best_i].shape
+        bx, by = x1 + best_loc[0], y1 + best_loc[1]
+        box = (bx, by, bx + tw, by + th)
+        hit = best >= self.threshold
+        if hit and self.color:
+            b, g, r, _ = cv2.mean(frame[by:by + th, bx:bx + tw])
+            mb, mg, mr = self.means[best_i]
+            hit = max(abs(b - mb), abs(g - mg), abs(r - mr)) <= self.color_tolerance
+        return Evidence(
+            "color" if self.weak else "template",
+            self.name,
+            hit,
+            best,
+            box=box,
+            offset=(bx - self.area[0], by - self.area[1]),
+            latency_ms=(time.perf_counter() - start) * 1000.0,
+        )
+
+
+def compile_template(
+    signature: TemplateSignature, graph: Graph, assets: AssetPack, page: Page | None = None
+) -> TemplateCheck:
+    """Compile a template signature against an asset pack.
+
+    Raises:
+        MissingAsset: the pack has no template of that name.
+    """
+    name = signature_name(signature)
+    asset = sig_field(signature, graph, "asset")
+    if asset is None:
+        raise MissingAsset(f"template signature {name} names no asset", signature=name)
+    template = assets.get(asset)
+    if template is None:
+        raise MissingAsset(f"asset pack has no template {asset!r} (signature {name})", signature=name, asset=asset)
+    area = sig_field(signature, graph, "area") or template.area
+    if area is None:
+        raise MissingAsset(f"template {asset!r} has no area (signature {name})", signature=name)
+    s = graph.settings(page)
+    dx, dy = signature.offset if signature.offset is not None else s.template_offset
+    threshold = signature.threshold if signature.threshold is not None else s.template_threshold
+    x1, y1, x2, y2 = area
+    # The crop may be a little larger than the declared area (a pack's own bbox); widen so it always fits.
+    th = max(f.shape[0] for f in template.frames)
+    tw = max(f.shape[1] for f in template.frames)
+    search = clip((x1 - dx, y1 - dy, max(x2, x1 + tw) + dx, max(y2, y1 + th) + dy), graph.resolution)
+    grays = tuple(np.ascontiguousarray(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY)) for f in template.frames)
+    means = tuple(tuple(float(c) for c in cv2.mean(f)[:3]) for f in template.frames)
+    flat = tuple(float(g.std()) < FLAT_STD for g in grays)
+    return TemplateCheck(
+        name=name,
+        area=tuple(area),
+        search=search,
+        templates=grays,
+        means=means,
+        flat=flat,
+        threshold=float(threshold),
+        color=signature.color,
+        color_tolerance=int(s.color_tolerance),
+    )
+
+
+def verify(frame: np.ndarray, signature: TemplateSignature | TemplateCheck, graph: Graph | None = None,
+           assets: AssetPack | None = None, page: Page | None = None) -> Evidence:
+    """One-off check; hot paths compile once with ``compile_template`` and call ``TemplateCheck.verify``."""
+    check = signature if isinstance(signature, TemplateCheck) else compile_template(signature, graph, assets, page)
+    return check.verify(frame)

@@ -1,0 +1,260 @@
+"""Vision verifier: ask a Gemini model what a frame shows, and trust the answer only when it checks out.
+
+The model is the last resort for frames no template explains. It gets the frame (JPEG) and the closed lists of
+candidate pages and popups and must answer structured JSON (page, popup, blocking_element, ocr_text,
+suggested_action, confidence) under a response schema. An answer that is malformed, names a page or popup not in
+the candidates, suggests an action outside engine.results.SUGGESTED_ACTIONS, or is less confident than
+``min_confidence`` raises VisionError: callers never act on it. Calls are bounded twice (the client's
+HttpOptions timeout and a hard wait on a worker thread), never retried here (retries belong to the policy), and
+answers are cached by a hash of the frame in a small LRU. The API key is never logged nor put in an error.
+
+Configuration: GEMINI_API_KEY (required), ENGINE_VISION_MODEL (default gemini-2.5-flash),
+ENGINE_VISION_BASE_URL (optional endpoint), ENGINE_VISION_TIMEOUT (seconds, default 20).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import cv2
+import numpy as np
+
+from engine.errors import VerificationError
+from engine.results import SUGGESTED_ACTIONS, Evidence
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+DEFAULT_TIMEOUT_S = 20.0
+
+PROMPT = """You are looking at a screenshot of the mobile game {game}.
+Say which screen (page) it shows and which popup covers it, choosing ONLY from these lists.
+Pages: {pages}
+Popups: {popups}
+Answer null for page or popup when none of the listed ones is shown.
+blocking_element: a short description of whatever covers the screen, or null.
+ocr_text: the most prominent text you can read, or null.
+suggested_action: one of {actions}.
+confidence: 0 to 1, how sure you are of page and popup."""
+
+
+class VisionError(VerificationError):
+    """The vision model could not be asked, or its answer cannot be trusted (see `reason`)."""
+
+    def __init__(self, message: str, *, reason: str, **context: object) -> None:
+        super().__init__(message, reason=reason, **context)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class VisionAnswer:
+    page: str | None
+    popup: str | None
+    blocking_element: str | None
+    ocr_text: str | None
+    suggested_action: str
+    confidence: float
+    latency_ms: float = 0.0
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def evidence(self) -> Evidence:
+        return Evidence(
+            "vision",
+            self.page or self.popup or "unknown",
+            self.page is not None or self.popup is not None,
+            self.confidence,
+            latency_ms=self.latency_ms,
+            text=self.ocr_text,
+        )
+
+
+def _schema():
+    from google.genai import types
+
+    nullable = {"nullable": True}
+    return types.Schema(
+        type="OBJECT",
+        properties={
+            "page": types.Schema(type="STRING", **nullable),
+            "popup": types.Schema(type="STRING", **nullable),
+            "blocking_element": types.Schema(type="STRING", **nullable),
+            "ocr_text": types.Schema(type="STRING", **nullable),
+            "suggested_action": types.Schema(type="STRING", enum=list(SUGGESTED_ACTIONS)),
+            "confidence": types.Schema(type="NUMBER"),
+        },
+        required=["page", "popup", "suggested_action", "confidence"],
+    )
+
+
+class VisionClient:
+    """A bounded, validating, caching Gemini client for frame classification."""
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        min_confidence: float = 0.6,
+        cache_size: int = 32,
+        game: str = "Azur Lane",
+        jpeg_quality: int = 85,
+    ) -> None:
+        from google import genai
+        from google.genai import types
+
+        if not api_key:
+            raise VisionError("no API key for the vision model (set GEMINI_API_KEY)", reason="not_configured")
+        self._key = api_key
+        self.model = model
+        self.timeout_s = float(timeout_s)
+        self.min_confidence = min_confidence
+        self.game = game
+        self.jpeg_quality = jpeg_quality
+        options = types.HttpOptions(
+            base_url=base_url,
+            timeout=max(1, int(self.timeout_s * 1000)),
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        self._client = genai.Client(api_key=api_key, http_options=options)
+        self._types = types
+        self._schema = _schema()
+        self._cache: OrderedDict[tuple, VisionAnswer] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="vision")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **kwargs: Any) -> VisionClient | None:
+        """A client configured from the environment, or None when no key is set (vision is then unavailable)."""
+        env = os.environ if env is None else env
+        key = env.get("GEMINI_API_KEY")
+        if not key:
+            return None
+        return cls(
+            key,
+            model=env.get("ENGINE_VISION_MODEL") or DEFAULT_MODEL,
+            base_url=env.get("ENGINE_VISION_BASE_URL") or None,
+            timeout_s=float(env.get("ENGINE_VISION_TIMEOUT") or DEFAULT_TIMEOUT_S),
+            **kwargs,
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def classify(
+        self,
+        frame: np.ndarray,
+        pages: Sequence[str],
+        popups: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> VisionAnswer:
+        """What the model says `frame` shows, among `pages` and `popups`.
+
+        Raises:
+            VisionError: the call failed or timed out, or the answer is malformed, off-list or not confident.
+        """
+        start = time.perf_counter()
+        key = (hashlib.blake2b(memoryview(np.ascontiguousarray(frame)), digest_size=16).digest(),
+               tuple(pages), tuple(popups))
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                answer = self._cache[key]
+                return VisionAnswer(**{**asdict(answer), "cached": True,
+                                       "latency_ms": (time.perf_counter() - start) * 1000.0})
+        ok, jpeg = cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality])
+        if not ok:
+            raise VisionError("cannot encode the frame", reason="bad_frame")
+        raw = self._call(jpeg.tobytes(), pages, popups, timeout_s or self.timeout_s)
+        answer = self._validate(raw, pages, popups, (time.perf_counter() - start) * 1000.0)
+        with self._lock:
+            self._cache[key] = answer
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return answer
+
+    def _call(self, image: bytes, pages: Sequence[str], popups: Sequence[str], timeout_s: float) -> str:
+        types = self._types
+        prompt = PROMPT.format(
+            game=self.game, pages=", ".join(pages) or "(none)", popups=", ".join(popups) or "(none)",
+            actions=", ".join(SUGGESTED_ACTIONS),
+        )
+        config = types.GenerateContentConfig(
+            response_mime_type="application/json",
+            response_schema=self._schema,
+            temperature=0.0,
+            http_options=types.HttpOptions(timeout=max(1, int(timeout_s * 1000))),
+        )
+        contents = [types.Part.from_bytes(data=image, mime_type="image/jpeg"), prompt]
+        future = self._pool.submit(self._client.models.generate_content, model=self.model, contents=contents,
+                                   config=config)
+        try:
+            response = future.result(timeout=timeout_s + 1.0)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise VisionError(f"the vision model did not answer within {timeout_s:.1f} s", reason="timeout") from None
+        except Exception as exc:
+            name = type(exc).__name__
+            reason = "timeout" if "timeout" in name.lower() else "call_failed"
+            raise VisionError(f"the vision call failed: {name}: {self._redact(str(exc))[:300]}", reason=reason) from None
+        try:
+            text = response.text
+        except Exception as exc:
+            raise VisionError(f"the vision answer has no text: {type(exc).__name__}", reason="malformed") from None
+        if not text:
+            raise VisionError("the vision answer is empty", reason="malformed")
+        return text
+
+    def _validate(self, text: str, pages: Sequence[str], popups: Sequence[str], latency_ms: float) -> VisionAnswer:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise VisionError("the vision answer is not JSON", reason="malformed", answer=text[:200]) from None
+        if not isinstance(data, dict):
+            raise VisionError("the vision answer is not a JSON object", reason="malformed", answer=text[:200])
+        page, popup = data.get("page"), data.get("popup")
+        action, confidence = data.get("suggested_action"), data.get("confidence")
+        for label, value in (("blocking_element", data.get("blocking_element")), ("ocr_text", data.get("ocr_text"))):
+            if value is not None and not isinstance(value, str):
+                raise VisionError(f"{label} is not text", reason="malformed")
+        if page is not None and page not in pages:
+            raise VisionError(f"the vision model named a page that is not a candidate: {str(page)[:60]!r}",
+                              reason="off_list")
+        if popup is not None and popup not in popups:
+            raise VisionError(f"the vision model named a popup that is not a candidate: {str(popup)[:60]!r}",
+                              reason="off_list")
+        if action not in SUGGESTED_ACTIONS:
+            raise VisionError(f"suggested_action {str(action)[:40]!r} is not one of {', '.join(SUGGESTED_ACTIONS)}",
+                              reason="off_list")
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise VisionError("confidence is not a number in [0, 1]", reason="malformed")
+        if confidence < self.min_confidence:
+            raise VisionError(f"the vision model is not confident enough ({confidence:.2f} < {self.min_confidence})",
+                              reason="low_confidence", page=page, popup=popup)
+        return VisionAnswer(
+            page=page,
+            popup=popup,
+            blocking_element=data.get("blocking_element"),
+            ocr_text=data.get("ocr_text"),
+            suggested_action=action,
+            confidence=float(confidence),
+            latency_ms=latency_ms,
+        )
