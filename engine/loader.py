@@ -347,10 +347,8 @@ class _Checker:
             csrc = _Src(src.locator, src.path + ("controls", i))
             self.check_button_ref(control.button, csrc, "control")
             if control.shows is not None and control.shows not in self._popup_names():
-                self.error(
-                    csrc, f"control shows unknown popup {control.shows!r}{_suggest(control.shows, self._popup_names())}",
-                    "shows",
-                )
+                hint = _suggest(control.shows, self._popup_names())
+                self.error(csrc, f"control shows unknown popup {control.shows!r}{hint}", "shows")
         seen: set[str] = set()
         for i, text_field in enumerate(page.fields):
             if text_field.name in seen:

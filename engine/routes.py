@@ -76,7 +76,9 @@ class Route:
             "src": self.src,
             "dst": self.dst,
             "cost": self.cost,
-            "hops": [{"from": h.from_page, "to": h.to, "cost": h.cost, "action": describe_link(h.link)} for h in self.hops],
+            "hops": [
+                {"from": h.from_page, "to": h.to, "cost": h.cost, "action": describe_link(h.link)} for h in self.hops
+            ],
         }
 
 

@@ -53,7 +53,9 @@ def test_bad_example_reports_exactly_its_annotated_problems(case: str) -> None:
     report = check_graph(path)
     unmatched = list(report.problems)
     for file, line, severity, part in expected:
-        hits = [p for p in unmatched if p.file == file and p.line == line and p.severity == severity and part in p.message]
+        hits = [
+            p for p in unmatched if (p.file, p.line, p.severity) == (file, line, severity) and part in p.message
+        ]
         assert hits, f"expected {severity} at {file}:{line} containing {part!r}; got:\n" + "\n".join(
             map(str, report.problems)
         )
@@ -133,7 +135,8 @@ def test_one_broken_item_does_not_cascade_into_dangling_references(tmp_path: Pat
         "game: g\nresolution: [1280, 720]\nservers: [en]\nfallback_server: en\n"
         "buttons:\n  - {name: A, area: [0, 0, 10, 10], asset: ui/A}\n"
         "pages:\n"
-        "  - name: page_a\n    signatures: [{type: template, button: A}]\n    links: [{to: page_b, action: {type: key, key: back}}]\n"
+        "  - name: page_a\n    signatures: [{type: template, button: A}]\n"
+        "    links: [{to: page_b, action: {type: key, key: back}}]\n"
         "  - name: page_b\n    loading: soon\n    links: [{to: page_a, action: {type: key, key: back}}]\n"
     )
     report = check_graph(tmp_path)

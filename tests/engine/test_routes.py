@@ -54,7 +54,8 @@ def test_cheaper_detour_beats_expensive_direct_link() -> None:
 
 
 def test_ties_prefer_fewer_hops_then_alphabetical_pages_whatever_the_declaration_order() -> None:
-    edges = [("s", "z", 1), ("z", "t", 1), ("s", "m", 1), ("m", "t", 1), ("s", "a", 0.5), ("a", "b", None), ("b", "t", 0.5)]
+    edges = [("s", "z", 1), ("z", "t", 1), ("s", "m", 1), ("m", "t", 1)]
+    edges += [("s", "a", 0.5), ("a", "b", None), ("b", "t", 0.5)]
     # s->a->b->t also costs 2 (a->b uses the built-in 1.0) but takes three hops; s->z->t ties s->m->t
     orders = [edges, edges[::-1], sorted(edges, key=str), sorted(edges, key=str, reverse=True), edges[2:] + edges[:2]]
     for order in orders:
@@ -87,7 +88,9 @@ def test_unknown_page_suggests_close_names(demo: Graph) -> None:
 
 def test_route_to_dict_describes_actions(demo: Graph) -> None:
     data = plan_route(demo, "page_settings", "page_shop").to_dict()
-    assert data["hops"] == [{"from": "page_settings", "to": "page_shop", "cost": 2.0, "action": "swipe [640, 400]->[200, 400]"}]
+    assert data["hops"] == [
+        {"from": "page_settings", "to": "page_shop", "cost": 2.0, "action": "swipe [640, 400]->[200, 400]"}
+    ]
 
 
 # --------------------------------------------------------------------------------------------------- shipped
