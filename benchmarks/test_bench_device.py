@@ -1,0 +1,120 @@
+"""Device benchmarks: screenshots through adbutils from the simulator (raw versus PNG), a tap round trip, and
+the health probe against a healthy, a black-screen and a dead device.
+
+Targets: raw screenshot p50 <= 15 ms on loopback and >= 3x faster than PNG (both measured in this run);
+health under 2 s in every case.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from engine.device import AdbDevice
+from engine.schema import Graph
+from engine.sim import FakeAdbServer, Scenario, SimGame
+
+MEDIANS: dict[str, float] = {}
+
+GRAPH = Graph.model_validate(
+    {
+        "game": "bench",
+        "resolution": [1280, 720],
+        "servers": ["en"],
+        "fallback_server": "en",
+        "buttons": [{"name": "GO", "area": [600, 320, 680, 400], "color": [20, 160, 220], "text": "GO"}],
+        "pages": [
+            {"name": "page_main", "links": [{"to": "page_b", "action": {"type": "tap", "button": "GO"}}]},
+            {"name": "page_b", "links": [{"to": "page_main", "action": {"type": "key", "key": "back"}}]},
+        ],
+    }
+)
+
+
+def _serve(scenario: Scenario | None = None):
+    return FakeAdbServer({"sim-0": SimGame(GRAPH, scenario=scenario, seed=1)}).start()
+
+
+@pytest.fixture(scope="module")
+def server():
+    fake = _serve()
+    yield fake
+    fake.stop()
+
+
+def _device(port: int) -> AdbDevice:
+    return AdbDevice("sim-0", host="127.0.0.1", port=port)
+
+
+def _median(benchmark) -> float | None:
+    stats = getattr(benchmark, "stats", None)
+    return stats.stats.median if stats is not None else None
+
+
+def test_screenshot_raw(benchmark, server):
+    device = _device(server.port)
+    device.screenshot()  # warm: the simulator renders the page once
+    frame = benchmark.pedantic(device.screenshot, rounds=30, iterations=1, warmup_rounds=2)
+    assert frame.shape == (720, 1280, 3)
+    assert device.screenshot_method == "raw"
+    median = _median(benchmark)
+    if median is not None:
+        MEDIANS["raw"] = median
+        assert median <= 0.015, f"raw screenshot p50 {median * 1000:.1f} ms > 15 ms"
+
+
+def test_screenshot_png(benchmark, server):
+    device = _device(server.port)
+    device.screenshot_method = "png"  # what a device without usable raw screencap falls back to
+    frame = benchmark.pedantic(device.screenshot, rounds=10, iterations=1, warmup_rounds=1)
+    assert frame.shape == (720, 1280, 3)
+    median = _median(benchmark)
+    if median is not None:
+        MEDIANS["png"] = median
+
+
+def test_raw_is_at_least_3x_faster_than_png():
+    if "raw" not in MEDIANS or "png" not in MEDIANS:
+        pytest.skip("both screenshot benchmarks must run (not --benchmark-disable) in this session")
+    ratio = MEDIANS["png"] / MEDIANS["raw"]
+    assert ratio >= 3, f"raw {MEDIANS['raw'] * 1000:.1f} ms vs png {MEDIANS['png'] * 1000:.1f} ms: only {ratio:.1f}x"
+
+
+def test_tap_round_trip(benchmark, server):
+    device = _device(server.port)
+    benchmark.pedantic(device.tap, args=(10, 10), rounds=30, iterations=1, warmup_rounds=2)
+    median = _median(benchmark)
+    if median is not None:
+        assert median < 0.9  # the tap policy's bound
+
+
+SCENARIOS = {
+    "healthy": None,
+    "black_screen": Scenario(black_frame_p=1.0),
+    "timeout": Scenario(hang_p=1.0, hang_seconds=10),  # a device that stops answering: the probe's worst case
+}
+
+
+@pytest.mark.parametrize("case", ["healthy", "black_screen", "adb_server_down", "timeout"])
+def test_health(benchmark, case):
+    if case == "adb_server_down":
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        fake = None
+    else:
+        fake = _serve(SCENARIOS[case])
+        port = fake.port
+    rounds = 2 if case == "timeout" else 5
+    try:
+        device = _device(port)
+        health = benchmark.pedantic(device.health, rounds=rounds, iterations=1, warmup_rounds=0 if rounds == 2 else 1)
+    finally:
+        if fake is not None:
+            fake.stop()
+    assert health.status == case
+    stats = getattr(benchmark, "stats", None)
+    if stats is not None:
+        assert stats.stats.max < 2.0
