@@ -91,7 +91,7 @@ def human(result: ToolResult) -> str:
     health = data.get("health")
     if isinstance(health, dict) and health.get("suggestion") and not result.ok:
         lines.append(f"  health: {health['suggestion']}")
-    if data.get("suggestions"):
+    if data.get("suggestions") and "did you mean" not in result.text:
         lines.append(f"  did you mean: {', '.join(data['suggestions'])}")
     suggested = (data.get("screenshot_analysis") or {}).get("suggested_action")
     if suggested and not result.ok:
@@ -113,7 +113,7 @@ def request(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         return "adb_tap", {"x": args.tap[0], "y": args.tap[1]}
     if args.swipe:
         if len(args.swipe) not in (4, 5):
-            raise SystemExit("--swipe takes X1 Y1 X2 Y2 [MS]")
+            raise ValueError(f"--swipe takes X1 Y1 X2 Y2 [MS], not {len(args.swipe)} numbers")
         x1, y1, x2, y2, *ms = args.swipe
         return "adb_swipe", {"x1": x1, "y1": y1, "x2": x2, "y2": y2, **({"duration_ms": ms[0]} if ms else {})}
     if args.goto:
@@ -125,7 +125,10 @@ def request(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 def run_cli(args: argparse.Namespace, out: TextIO, tools: Tools | None = None) -> int:
     """Run the one tool the flags name and print its result to `out`; the exit code says whether it is ok."""
-    name, arguments = request(args)
+    try:
+        name, arguments = request(args)
+    except ValueError as exc:
+        return _print(ToolResult(False, "bad_argument", str(exc), {"tool": "adb_swipe"}), args, out)
     close: Callable[[], None] = lambda: None
     if tools is None:
         tools, close = open_tools(args)
@@ -140,6 +143,10 @@ def run_cli(args: argparse.Namespace, out: TextIO, tools: Tools | None = None) -
     finally:
         tools.close()
         close()
+    return _print(result, args, out)
+
+
+def _print(result: ToolResult, args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         out.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str) + "\n")
     else:
