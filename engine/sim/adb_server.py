@@ -245,13 +245,16 @@ class _Conversation:
         if self.fault == "offline":
             self.fail("device offline")
             return False
-        if self.fault == "hang":
-            seconds = device.faults.scenario.hang_seconds
-            log.info("scenario: request on %s hangs for %.1fs", device.serial, seconds)
-            self.server._stopping.wait(seconds)
-            raise _Closed()
         self.device = device
         return True
+
+    def hang_if_told(self) -> None:
+        """A hung device: the transport was granted, but the service never answers (bounded; stop() ends it)."""
+        if self.fault == "hang":
+            seconds = self.device.faults.scenario.hang_seconds
+            log.info("scenario: request on %s hangs for %.1fs", self.device.serial, seconds)
+            self.server._stopping.wait(seconds)
+            raise _Closed()
 
     def host_request(self, request: str) -> bool:
         """Answer a host request. Returns True when the connection continues with another request."""
@@ -342,6 +345,7 @@ class _Conversation:
             return
         if not self.select(serial):
             return
+        self.hang_if_told()
         if self.fault == "closed":
             raise _Closed()
         device = self.device
@@ -360,13 +364,16 @@ class _Conversation:
 
     def service(self, request: str) -> None:
         device = self.device
+        if self.fault == "hang":
+            self.okay()  # the service starts, then nothing ever comes out of it
+            self.hang_if_told()
         m = re.match(r"^(shell|exec)(,[^:]*)?:(.*)$", request, re.S)
         if request == "framebuffer:":
             payload = _framebuffer(device.game.frame())
             self._answer(payload)
         elif m:
             name, options, command = m.group(1), (m.group(2) or "").split(","), m.group(3)
-            out, err, code = run_shell(device, command)
+            out, err, both, code = run_shell(device, command)
             if name == "shell" and "v2" in options:
                 packets = b""
                 if out:
@@ -376,7 +383,7 @@ class _Conversation:
                 packets += b"\x03" + struct.pack("<I", 1) + bytes([code & 0xFF])
                 self._answer(packets)
             else:
-                self._answer(out + err)
+                self._answer(both)
         else:
             self.fail(f"unsupported service '{request.split(':', 1)[0]}'")
             self.finish()
@@ -441,9 +448,12 @@ def _split_commands(command: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def run_shell(device: _Device, command: str) -> tuple[bytes, bytes, int]:
-    """Run a (tiny subset of a) shell line on the simulated phone: (stdout, stderr, exit code)."""
-    out, err, code = b"", b"", 0
+def run_shell(device: _Device, command: str) -> tuple[bytes, bytes, bytes, int]:
+    """Run a (tiny subset of a) shell line on the simulated phone: (stdout, stderr, both interleaved, exit code).
+
+    The interleaved stream is what a v1 shell (a pty) shows: adbutils' shell2 parses its exit marker from it.
+    """
+    out, err, both, code = b"", b"", b"", 0
     for part in _split_commands(command):
         part = part.replace("$?", str(code))
         try:
@@ -455,7 +465,8 @@ def run_shell(device: _Device, command: str) -> tuple[bytes, bytes, int]:
         out_i, err_i, code = _run_one(device, argv)
         out += out_i
         err += err_i
-    return out, err, code
+        both += err_i + out_i
+    return out, err, both, code
 
 
 def _run_one(device: _Device, argv: list[str]) -> tuple[bytes, bytes, int]:
