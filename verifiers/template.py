@@ -83,8 +83,9 @@ class TemplateCheck:
 
     def _flat_score(self, frame: np.ndarray, i: int) -> tuple[float, tuple[int, int]]:
         # A flat patch has no position to find: compare mean colours at the declared area, as a colour check does.
-        x1, y1, x2, y2 = self.area
-        b, g, r, _ = cv2.mean(frame[y1:y2, x1:x2])
+        x1, y1 = self.area[:2]
+        th, tw = self.templates[i].shape
+        b, g, r, _ = cv2.mean(frame[y1:y1 + th, x1:x1 + tw])
         mb, mg, mr = self.means[i]
         diff = max(abs(b - mb), abs(g - mg), abs(r - mr))
         score = 1.0 - diff / 255.0 if diff <= self.color_tolerance else min(1.0 - diff / 255.0, self.threshold - 0.01)

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.assets import Template
+from engine.schema import Graph, TemplateSignature
+from verifiers import template
+
+AREA = (400, 300, 480, 340)
+
+
+def _graph(buttons):
+    return Graph.model_validate({
+        "game": "test", "resolution": (1280, 720), "servers": ["en"], "fallback_server": "en",
+        "buttons": buttons, "pages": [{"name": "page_a"}],
+    }).for_server("en")
+
+
+class Pack:
+    server = "en"
+
+    def __init__(self, **templates):
+        self.templates = {name.replace("__", "/"): t for name, t in templates.items()}
+
+    def get(self, name):
+        return self.templates.get(name)
+
+    def names(self):
+        return list(self.templates)
+
+
+def _setup(frames, **sig):
+    graph = _graph([{"name": "BTN", "area": AREA, "asset": "ui/BTN"}])
+    pack = Pack(ui__BTN=Template("ui/BTN", tuple(frames), area=AREA))
+    return template.compile_template(TemplateSignature(type="template", button="BTN", **sig), graph, pack)
+
+
+def _paste(frame, crop, x, y):
+    frame[y:y + crop.shape[0], x:x + crop.shape[1]] = crop
+    return frame
+
+
+def test_finds_a_shifted_template_and_reports_the_offset(noise_frame, textured):
+    crop = textured(7, 40, 80)
+    check = _setup([crop])
+    evidence = check.verify(_paste(noise_frame, crop, AREA[0] + 7, AREA[1] - 5))
+    assert evidence.hit and evidence.channel == "template"
+    assert evidence.offset == (7, -5)
+    assert evidence.box == (407, 295, 487, 335)
+    assert evidence.score > 0.99
+
+
+def test_misses_outside_the_widened_area(noise_frame, textured):
+    crop = textured(7, 40, 80)
+    check = _setup([crop], offset=(10, 10))
+    evidence = check.verify(_paste(noise_frame, crop, AREA[0] + 40, AREA[1]))
+    assert not evidence.hit and evidence.score < 0.85
+
+
+def test_search_area_is_clipped_to_the_frame(noise_frame, make_graph, textured):
+    graph = make_graph([{"name": "EDGE", "area": (1250, 690, 1280, 720), "asset": "ui/EDGE"}])
+    crop = textured(3, 30, 30)
+    pack = Pack(ui__EDGE=Template("ui/EDGE", (crop,)))
+    check = template.compile_template(TemplateSignature(type="template", button="EDGE"), graph, pack)
+    assert check.search == (1220, 660, 1280, 720)
+    assert check.verify(_paste(noise_frame, crop, 1250, 690)).hit
+
+
+def test_any_frame_of_a_multi_frame_template_may_match(noise_frame, textured):
+    first, second = textured(1, 40, 80), textured(2, 40, 80)
+    check = _setup([first, second])
+    assert check.verify(_paste(noise_frame, second, *AREA[:2])).hit
+
+
+def test_colour_confirmation_rejects_a_gray_twin(textured):
+    base = textured(5, 40, 80, 90, 160).astype(np.int16)
+    twin = base.copy()
+    # Same luminance (gray weights 0.114 B + 0.299 R), different colour: gray matching cannot tell them apart.
+    twin[..., 2] += 40
+    twin[..., 0] -= 105
+    twin = np.clip(twin, 0, 255).astype(np.uint8)
+    base = base.astype(np.uint8)
+    frame = _paste(np.full((720, 1280, 3), 30, np.uint8), twin, *AREA[:2])
+    assert _setup([base]).verify(frame).hit
+    assert not _setup([base], color=True).verify(frame).hit
+    assert _setup([base], color=True).verify(_paste(frame, base, *AREA[:2])).hit
+
+
+def test_threshold_comes_from_the_signature_or_the_defaults(noise_frame, textured):
+    crop = textured(9, 40, 80)
+    noisy = np.clip(crop.astype(np.int16) + np.random.default_rng(0).integers(-90, 90, crop.shape), 0, 255)
+    frame = _paste(noise_frame, noisy.astype(np.uint8), *AREA[:2])
+    score = _setup([crop]).verify(frame).score
+    assert 0.3 < score < 0.95
+    assert _setup([crop], threshold=score - 0.05).verify(frame).hit
+    assert not _setup([crop], threshold=min(1.0, score + 0.05)).verify(frame).hit
+
+
+def test_a_flat_template_is_colour_evidence_only(noise_frame):
+    flat = np.full((20, 20, 3), (10, 200, 250), np.uint8)
+    check = _setup([flat])
+    assert check.weak and check.cost == 0
+    evidence = check.verify(_paste(noise_frame, flat, *AREA[:2]))
+    assert evidence.hit and evidence.channel == "color"
+
+
+def test_missing_asset_is_a_verification_error(make_graph):
+    graph = make_graph([{"name": "BTN", "area": AREA, "asset": "ui/NOPE"}])
+    with pytest.raises(template.MissingAsset):
+        template.compile_template(TemplateSignature(type="template", button="BTN"), graph, Pack())
+
+
+def test_real_alas_template_on_a_real_screenshot(shared_dir, make_graph):
+    import cv2
+
+    from engine.assetpacks import AlasAssetPack
+
+    pack = AlasAssetPack(shared_dir / "alas", "cn")
+    back = pack.get("ui/MAIN_GOTO_FLEET")
+    graph = make_graph([{"name": "MAIN_GOTO_FLEET", "area": back.area, "asset": "ui/MAIN_GOTO_FLEET"}])
+    check = template.compile_template(TemplateSignature(type="template", button="MAIN_GOTO_FLEET"), graph, pack)
+    main = cv2.resize(cv2.imread(str(shared_dir / "screens/frames/alas_wiki/ui2.png")), (1280, 720),
+                      interpolation=cv2.INTER_AREA)
+    assert check.verify(main).hit
+    storage = cv2.imread(str(shared_dir / "screens/frames/alas_history/module_recycle_test0.png"))
+    assert not check.verify(storage).hit

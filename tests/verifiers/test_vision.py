@@ -1,0 +1,144 @@
+"""The vision verifier against the REAL google-genai client talking to a local canned Gemini endpoint."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from verifiers.vision import VisionClient, VisionError
+
+KEY = "test-key-SECRET-0123456789"
+PAGES = ["page_main", "page_commission"]
+POPUPS = ["GET_ITEMS_1"]
+
+
+class Canned(BaseHTTPRequestHandler):
+    reply: object = None
+    delay = 0.0
+    requests: list = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).requests.append((self.path, dict(self.headers), body))
+        if self.delay:
+            time.sleep(self.delay)
+        reply = type(self).reply
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        payload = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+                                              "finishReason": "STOP"}]}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    Canned.reply, Canned.delay, Canned.requests = None, 0.0, []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Canned)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def frame():
+    return np.random.default_rng(3).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+
+
+def _answer(**over):
+    answer = {"page": "page_main", "popup": None, "blocking_element": None, "ocr_text": "Battle",
+              "suggested_action": "retry", "confidence": 0.9}
+    answer.update(over)
+    return answer
+
+
+def _client(url, **kw):
+    client = VisionClient(KEY, model="gemini-test", base_url=url, timeout_s=kw.pop("timeout_s", 5), **kw)
+    return client
+
+
+def test_a_valid_answer_is_parsed_and_sent_with_schema_and_image(server, frame):
+    Canned.reply = _answer(popup="GET_ITEMS_1")
+    client = _client(server)
+    answer = client.classify(frame, PAGES, POPUPS)
+    assert (answer.page, answer.popup, answer.suggested_action) == ("page_main", "GET_ITEMS_1", "retry")
+    assert answer.evidence().channel == "vision" and answer.evidence().hit
+    path, headers, body = Canned.requests[0]
+    assert path.endswith("/models/gemini-test:generateContent")
+    request = json.loads(body)
+    config = request["generationConfig"]
+    assert config["responseMimeType"] == "application/json" and "responseSchema" in config
+    parts = request["contents"][0]["parts"]
+    inline = parts[0]["inlineData"]
+    assert inline.get("mimeType", inline.get("mime_type")) == "image/jpeg"
+    assert "page_commission" in parts[1]["text"]
+
+
+def test_answers_are_cached_by_frame(server, frame):
+    Canned.reply = _answer()
+    client = _client(server)
+    client.classify(frame, PAGES, POPUPS)
+    again = client.classify(frame.copy(), PAGES, POPUPS)
+    assert again.cached and len(Canned.requests) == 1
+    other = frame.copy()
+    other[0, 0] ^= 255
+    client.classify(other, PAGES, POPUPS)
+    assert len(Canned.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "reply, reason",
+    [
+        ("this is not json", "malformed"),
+        (["page_main"], "malformed"),
+        (_answer(page="page_secret_lab"), "off_list"),
+        (_answer(popup="SOME_POPUP"), "off_list"),
+        (_answer(suggested_action="format_the_phone"), "off_list"),
+        (_answer(confidence="high"), "malformed"),
+        (_answer(confidence=0.2), "low_confidence"),
+    ],
+)
+def test_untrustworthy_answers_are_structured_errors(server, frame, reply, reason, caplog):
+    Canned.reply = reply
+    client = _client(server)
+    with caplog.at_level(logging.DEBUG), pytest.raises(VisionError) as info:
+        client.classify(frame, PAGES, POPUPS)
+    assert info.value.reason == reason
+    assert info.value.to_dict()["status"] == "verification_error"
+    assert KEY not in str(info.value) and KEY not in json.dumps(info.value.to_dict(), default=str)
+    assert KEY not in caplog.text
+
+
+def test_a_slow_model_times_out_within_the_bound(server, frame, caplog):
+    Canned.reply, Canned.delay = _answer(), 3.0
+    client = _client(server, timeout_s=0.5)
+    start = time.monotonic()
+    with caplog.at_level(logging.DEBUG), pytest.raises(VisionError) as info:
+        client.classify(frame, PAGES, POPUPS)
+    assert time.monotonic() - start < 2.5
+    assert info.value.reason == "timeout"
+    assert KEY not in str(info.value) and KEY not in caplog.text
+
+
+def test_from_env_needs_a_key():
+    assert VisionClient.from_env({}) is None
+    client = VisionClient.from_env({"GEMINI_API_KEY": KEY, "ENGINE_VISION_MODEL": "m1",
+                                    "ENGINE_VISION_TIMEOUT": "3"})
+    assert client.model == "m1" and client.timeout_s == 3.0
