@@ -1,0 +1,182 @@
+"""CLI mode: `python -m engine cli --FLAG` against the simulator, one subprocess per flag, exit 0 only on ok.
+
+The invocations are independent, so they run a few at a time up front (module fixture) and each test reads its
+own outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import cv2
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FLAGS: dict[str, list[str]] = {
+    "health": ["--health"],
+    "health_json": ["--health", "--json"],
+    "screenshot": ["--screenshot", "{tmp}/shots/frame.png"],
+    "state_json": ["--state", "--json"],
+    "tap_json": ["--tap", "640", "360", "--json"],
+    "tap_off_screen": ["--tap", "5000", "1"],
+    "swipe": ["--swipe", "600", "300", "700", "300"],
+    "swipe_ms_json": ["--swipe", "600", "300", "700", "300", "120", "--json"],
+    "swipe_arity": ["--swipe", "1", "2", "3"],
+    "goto_json": ["--goto", "page_main", "--json"],
+    "goto_typo": ["--goto", "page_comission"],
+    "run_unknown_json": ["--run", "no_such_task", "--json"],
+    "list_tools_json": ["--list-tools", "--json"],
+    "list_tools": ["--list-tools"],
+}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, **extra}
+    env.pop("GEMINI_API_KEY", None)
+    env.pop("ENGINE_SERIAL", None)
+    return env
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", "cli", *args], cwd=ROOT, env=env or _env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    tmp = tmp_path_factory.mktemp("cli")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {key: pool.submit(_run, [a.format(tmp=tmp) for a in args]) for key, args in FLAGS.items()}
+        done = {key: future.result() for key, future in futures.items()}
+    done["_tmp"] = tmp  # type: ignore[assignment]
+    return done
+
+
+def _json(outcome: subprocess.CompletedProcess) -> dict:
+    lines = outcome.stdout.splitlines()
+    assert len(lines) == 1, outcome.stdout  # stdout carries the result only; logs are on stderr
+    return json.loads(lines[0])
+
+
+def test_health_prints_a_short_human_form_and_exits_0(outcomes):
+    out = outcomes["health"]
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok [healthy]")
+    assert len(out.stdout.splitlines()) <= 4
+
+
+def test_json_prints_the_whole_tool_result(outcomes):
+    result = _json(outcomes["health_json"])
+    assert outcomes["health_json"].returncode == 0
+    assert result["ok"] is True and result["status"] == "healthy"
+    assert result["data"]["tool"] == "adb_health" and result["data"]["health"]["adb_connected"] is True
+    assert {"tool_success", "state_verification", "elapsed_ms", "screenshot_analysis"} <= set(result["data"])
+
+
+def test_screenshot_writes_a_png_of_the_graph_resolution(outcomes):
+    out = outcomes["screenshot"]
+    assert out.returncode == 0, out.stderr
+    path = Path(outcomes["_tmp"]) / "shots" / "frame.png"
+    frame = cv2.imread(str(path))
+    assert frame is not None and frame.shape == (720, 1280, 3)
+    assert str(path) in out.stdout
+
+
+def test_state_reports_the_observed_page(outcomes):
+    result = _json(outcomes["state_json"])
+    assert result["data"]["tool"] == "alas_state"
+    assert result["data"]["observation"] is not None
+    assert outcomes["state_json"].returncode == (0 if result["ok"] else 1)
+
+
+def test_tap_acts_and_carries_the_observation_after_it(outcomes):
+    result = _json(outcomes["tap_json"])
+    assert outcomes["tap_json"].returncode == 0
+    assert result["ok"] and result["data"]["target"] == {"x": 640, "y": 360}
+    assert result["data"]["observation"] is not None
+
+
+def test_an_off_screen_tap_is_bad_input_with_exit_2(outcomes):
+    out = outcomes["tap_off_screen"]
+    assert out.returncode == 2
+    assert "FAILED [bad_argument]" in out.stdout and "off the 1280x720 screen" in out.stdout
+
+
+def test_swipe_with_and_without_a_duration(outcomes):
+    assert outcomes["swipe"].returncode == 0, outcomes["swipe"].stdout
+    result = _json(outcomes["swipe_ms_json"])
+    assert result["ok"] and result["data"]["target"]["duration_ms"] == 120
+    arity = outcomes["swipe_arity"]
+    assert arity.returncode == 2 and "X1 Y1 X2 Y2 [MS]" in arity.stdout
+
+
+def test_goto_navigates_and_verifies(outcomes):
+    out = outcomes["goto_json"]
+    result = _json(out)
+    assert result["data"]["tool"] == "alas_goto" and result["data"]["target"] == "page_main"
+    assert result["ok"] and result["status"] == "verified", result["text"]
+    assert out.returncode == 0
+    assert result["data"]["observed"] == "page_main"
+
+
+def test_an_unknown_page_suggests_the_closest_and_exits_2(outcomes):
+    out = outcomes["goto_typo"]
+    assert out.returncode == 2
+    assert "unknown page 'page_comission'" in out.stdout and "page_commission" in out.stdout
+
+
+def test_run_and_list_tools(outcomes):
+    unknown = _json(outcomes["run_unknown_json"])
+    assert outcomes["run_unknown_json"].returncode == 2 and unknown["status"] == "unknown_task"
+    listed = _json(outcomes["list_tools_json"])
+    assert outcomes["list_tools_json"].returncode == 0
+    assert isinstance(listed["data"]["tasks"], list)
+    for task in listed["data"]["tasks"]:
+        assert task["name"] and "description" in task
+        assert task["name"] in outcomes["list_tools"].stdout
+    assert outcomes["list_tools"].stdout.startswith("ok [ok]")
+
+
+def test_exactly_one_tool_flag_is_required():
+    out = _run([])
+    assert out.returncode == 2 and out.stdout == ""
+    both = _run(["--health", "--state"])
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_serial_drives_a_device_behind_an_adb_server(tmp_path):
+    """--serial reaches a device through the ADB server named by the environment (a served simulator here)."""
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    with subprocess.Popen([sys.executable, "-m", "engine", "sim", "serve", "--serial", "phone-7", "--for", "60"],
+                          cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as sim:
+        try:
+            port = None
+            deadline = time.monotonic() + 30
+            while port is None and time.monotonic() < deadline:
+                line = sim.stderr.readline()
+                if not line:
+                    break
+                match = re.search(r"serving phone-7 on [\d.]+:(\d+)", line)
+                port = int(match.group(1)) if match else None
+            assert port, "the simulator did not say where it serves"
+            env = _env(ANDROID_ADB_SERVER_HOST="127.0.0.1", ANDROID_ADB_SERVER_PORT=str(port))
+            healthy = _run(["--serial", "phone-7", "--assets", str(assets), "--health", "--json"], env)
+            assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+            assert _json(healthy)["data"]["health"]["serial"] == "phone-7"
+            missing = _run(["--serial", "phone-8", "--assets", str(assets), "--health", "--json"], env)
+            assert missing.returncode == 1
+            result = _json(missing)
+            assert result["status"] == "device_missing"
+            assert result["data"]["screenshot_analysis"]["suggested_action"] == "reconnect"
+        finally:
+            sim.kill()
+            sim.wait(10)
