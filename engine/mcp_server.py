@@ -128,7 +128,14 @@ def build_server(tools: Tools) -> EngineServer:
 
     def describe(name: str) -> str:
         spec = SPECS[name]
-        return f"{spec.summary} Bounded: answers within {tools.bound(name):g} s."
+        text = f"{spec.summary} Bounded: answers within {tools.bound(name):g} s."
+        if name == "alas_goto":
+            pages = [p for p in tools.graph.page_names if p != tools.graph.unknown_page]
+            text += f" Pages: {', '.join(pages)}."
+        if name == "alas_run" and tools.navigator is not None:
+            names = [str(t.get("name")) for t in tools.navigator.task_list()]
+            text += f" Tasks: {', '.join(names)}." if names else ""
+        return text
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
