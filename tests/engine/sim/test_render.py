@@ -143,3 +143,18 @@ def test_real_alas_pixels_are_pasted_at_their_areas(shared_dir):
         assert np.array_equal(crop(frame, template.area), template.frames[0]), asset
         checked += 1
     assert checked >= 1
+
+
+def test_every_page_and_popup_of_the_demo_and_azur_lane_graphs_renders():
+    from engine.loader import load_graph
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "graphs" / "good"
+    for graph in (load_graph(demo, server="en"), load_graph(server="en")):
+        renderer = Renderer(graph)
+        frames = {p: renderer.page(p) for p in graph.page_names}
+        assert len({digest(f) for f in frames.values()}) == len(frames)
+        base = frames[graph.page_names[0]]
+        for popup in graph.popups:
+            covered = renderer.with_popups(base, [popup])
+            assert covered.shape == base.shape and not np.array_equal(covered, base), popup.name
