@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -164,13 +165,12 @@ def test_bad_arguments_come_back_as_structured_errors(mcp):
     assert typo["status"] == "unknown_page" and "page_commission" in typo["data"]["suggestions"]
 
 
-def _far_page() -> str:
-    """A page several hops from the login screen the simulator starts on."""
+def _far_page(start: str = "page_main") -> str:
+    """A page several hops from `start`."""
     from engine.loader import load_graph
     from engine.routes import plan_route
 
     graph = load_graph()
-    start = graph.start_page or graph.pages[0].name
     best, hops = None, 0
     for page in graph.page_names:
         try:
@@ -197,6 +197,7 @@ def _wait_for(predicate, seconds: float) -> bool:
 
 
 def test_health_and_state_answer_while_a_goto_runs(mcp, workdir):
+    assert body(mcp.call("alas_goto", {"page": "page_main"}))["ok"]
     actions = len(_entries(workdir, "action"))
     goto = mcp.start("alas_goto", {"page": _far_page()})
     try:
@@ -213,7 +214,7 @@ def test_health_and_state_answer_while_a_goto_runs(mcp, workdir):
 
 def test_a_cancelled_goto_stops_tapping_at_the_next_hop(mcp, workdir):
     # Back to the start so the goto has a long way to go.
-    mcp.call("alas_goto", {"page": "page_main"})
+    assert body(mcp.call("alas_goto", {"page": "page_main"}))["ok"]
     actions = len(_entries(workdir, "action"))
     with pytest.raises(MCPError):
         # The client gives up after 1.5 s and sends notifications/cancelled.
@@ -262,6 +263,42 @@ def test_a_hung_device_makes_each_tool_answer_timeout_inside_its_bound(workdir):
         assert body(client.call("alas_tools"))["ok"]  # it never touches the device
     finally:
         close()
+
+
+# --------------------------------------------------------------------------------------------- streamable HTTP
+
+
+def test_streamable_http_serves_the_same_tools_on_loopback():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ}
+    env.pop("GEMINI_API_KEY", None)
+    with tempfile.TemporaryFile() as stderr, subprocess.Popen(
+        [sys.executable, "-m", "engine", "serve", "--transport", "http", "--port", str(port)], cwd=ROOT, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+    ) as proc:
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+            async def session() -> tuple[list[str], dict]:
+                async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=30) as client:
+                    names = [t.name for t in (await client.list_tools()).tools]
+                    return names, body(await client.call_tool("adb_health", {}))
+
+            names, health = anyio.run(session)
+            assert sorted(names) == sorted(TOOLS)
+            assert health["status"] == "healthy"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        assert proc.stdout.read() == b""  # HTTP mode: nothing on stdout at all
 
 
 # --------------------------------------------------------------------------------------------- stdout hygiene
