@@ -18,6 +18,10 @@ Evidence rules: colour alone never names a page or popup whose button has a temp
 colour check is kept as a cheap pre-filter and the template is required as well), and a page or popup whose
 template is missing from the pack is never named (it is reported once in the log and in ``unavailable``).
 
+Strength: a "strong" page or popup has a textured template of at least 256 pixels or an OCR signature; colour,
+flat templates and tiny templates (ALAS's 9x16 IDLE marks, which match textured backgrounds by chance) are weak.
+A weak popup is not reported over a page seen on strong evidence.
+
 Ambiguity rule: when several pages hit, "strong" pages (at least one template or OCR signature) beat colour-only
 ones; among strong hits the best score wins when it leads the runner-up by at least ``AMBIGUITY_MARGIN``, and is
 reported with the others in ``Observation.ambiguous`` and a confidence scaled by 0.8; otherwise the answer is
@@ -81,6 +85,7 @@ class AnyOfCheck:
         self.checks = tuple(sorted(checks, key=lambda c: c.cost))
         self.cost = max(c.cost for c in self.checks)
         self.channel = self.checks[-1].channel
+        self.strong = all(c.strong for c in self.checks)
 
     def verify(self, frame: np.ndarray) -> Evidence:
         best = None
@@ -102,6 +107,7 @@ class AllOfCheck:
         self.checks = tuple(sorted(checks, key=lambda c: c.cost))
         self.cost = max(c.cost for c in self.checks)
         self.channel = self.checks[-1].channel
+        self.strong = any(c.strong for c in self.checks)
 
     def verify(self, frame: np.ndarray) -> Evidence:
         evidence = None
@@ -225,7 +231,7 @@ class Observer:
             self.unavailable[name] = str(exc)
             log.warning("%s %s cannot be observed: %s", kind, name, exc)
             return None
-        strong = any(c.cost >= 1 for c in checks)
+        strong = any(c.strong for c in checks)
         return Target(
             name=name,
             kind=kind,
@@ -336,6 +342,9 @@ class Observer:
             popup_hits = self._popups(frame, evidence, page_name)
 
         page, ambiguous, confidence = self._choose(hits)
+        if page is not None and self.page_by_name[page].strong:
+            # Weak evidence (colour, tiny or flat templates) never overrides a page seen on strong evidence.
+            popup_hits = [(t, score) for t, score in popup_hits if t.strong]
         popups = tuple(t.name for t, _ in popup_hits)
         if page is None and not ambiguous and popup_hits:
             confidence = popup_hits[0][1]

@@ -27,6 +27,7 @@ class ColorCheck:
     tolerance: int
     channel = "color"
     cost = 0
+    strong = False
 
     def verify(self, frame: np.ndarray) -> Evidence:
         start = time.perf_counter()

@@ -121,6 +121,7 @@ class OcrCheck:
     threshold: float
     channel = "ocr"
     cost = 2
+    strong = True
 
     def verify(self, frame: np.ndarray) -> Evidence:
         start = time.perf_counter()

@@ -25,9 +25,13 @@ from verifiers.common import clip, field as sig_field, signature_name
 FLAT_STD = 8.0
 """A template whose gray values vary less than this has no texture to correlate: CCOEFF of it is noise, so it is
 compared by colour difference and is colour-grade evidence (ALAS checks such buttons by colour, too)."""
+MIN_STRONG_PIXELS = 256
+"""Templates with fewer pixels than this (ALAS's 9x16 IDLE marks) are weak evidence, like a colour check."""
 COARSE_MIN_SIDE = 12
 """Templates smaller than this (either side) are matched at full scale only: halving them loses their shape."""
-COARSE_SLACK = 0.2
+COARSE_MIN_MARGIN = 20
+"""Search margin (pixels of play, the smaller of x and y) from which the half-scale stage is used."""
+COARSE_SLACK = 0.35
 """How far below the threshold a half-scale score may be and still be refined at full scale."""
 REFINE = 3
 """Full-scale pixels searched around the coarse best on each side."""
@@ -65,14 +69,18 @@ class TemplateCheck:
         x1, y1, x2, y2 = self.search
         h, w = y2 - y1, x2 - x1
         self.usable = h > 0 and w > 0 and all(t.shape[0] <= h and t.shape[1] <= w for t in self.templates)
-        self.weak = all(self.flat)
+        # Flat templates, and tiny ones searched over many positions, match backgrounds by chance: weak evidence.
+        self.weak = all(self.flat) or min(t.size for t in self.templates) < MIN_STRONG_PIXELS
+        self.strong = not self.weak
         # Flat templates are colour evidence (cost 0); textured ones are the real thing.
-        self.cost = 0 if self.weak else 1
+        self.cost = 0 if all(self.flat) else 1
         self._gray = np.empty((max(h, 1), max(w, 1)), np.uint8)
         self._half = None
         self._coarse: tuple = ()
         small = min(min(t.shape) for t in self.templates)
-        if self.usable and not any(self.flat) and small >= COARSE_MIN_SIDE and min(h, w) >= 2 * COARSE_MIN_SIDE:
+        margin = min(w - max(t.shape[1] for t in self.templates), h - max(t.shape[0] for t in self.templates))
+        # Halving only pays when there are many positions to try; near-fixed buttons are matched at full scale.
+        if self.usable and not any(self.flat) and small >= COARSE_MIN_SIDE and margin >= COARSE_MIN_MARGIN:
             self._half_size = (w // 2, h // 2)
             self._half = np.empty((h // 2, w // 2), np.uint8)
             self._coarse = tuple(
@@ -137,7 +145,7 @@ class TemplateCheck:
             mb, mg, mr = self.means[best_i]
             hit = max(abs(b - mb), abs(g - mg), abs(r - mr)) <= self.color_tolerance
         return Evidence(
-            "color" if self.weak else "template",
+            "color" if all(self.flat) else "template",
             self.name,
             hit,
             best,
