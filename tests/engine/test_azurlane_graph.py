@@ -228,3 +228,38 @@ def test_assets_exist_or_fall_back_to_cn(server_graph: Graph, shared_dir: Path) 
 def test_every_file_has_the_schema_modeline() -> None:
     for path in GRAPH_DIR.glob("*.yaml"):
         assert path.read_text().startswith("# yaml-language-server: $schema=../graph.schema.json"), path.name
+
+
+# ------------------------------------------------------------------------- the real labelled screenshots
+
+
+def _labelled_frames() -> list[dict]:
+    import json
+
+    labels = ROOT.parent / "shared" / "screens" / "labels.json"
+    return json.loads(labels.read_text())["frames"] if labels.exists() else []
+
+
+@pytest.fixture(scope="module")
+def real_observers(graph: Graph, shared_dir: Path) -> dict:
+    from engine.assetpacks import AlasAssetPack
+    from engine.observe import Observer
+
+    return {
+        server: Observer(graph.for_server(server), AlasAssetPack(shared_dir / "alas" / "assets", server), ocr=True)
+        for server in SERVERS
+    }
+
+
+@pytest.mark.parametrize("frame", _labelled_frames(), ids=lambda frame: Path(frame["file"]).name)
+def test_real_screenshots_are_named_right(frame: dict, real_observers: dict, shared_dir: Path) -> None:
+    """labels.json's rule: name the label (or an also_ok), and never anything else; null means name nothing."""
+    import cv2
+
+    image = cv2.imread(str(shared_dir / "screens" / frame["file"]))
+    observation = real_observers[frame["server"]].observe(image)
+    named = set(observation.popups) | ({observation.page} if observation.page else set())
+    allowed = {frame["label"], *frame["also_ok"]} - {None}
+    assert named <= allowed, f"{frame['what']}: named {sorted(named)}"
+    if frame["label"] is not None:
+        assert named & allowed, f"{frame['what']}: named nothing"
