@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from pydantic import BaseModel
+
 from engine.assetpacks import AlasAssetPack, new_index, save_index, write_template
 from engine.schema import Graph
 
@@ -46,7 +48,7 @@ class ImportReport:
 
 
 def _walk(value: Any) -> Iterator[Any]:
-    if hasattr(value, "model_fields"):
+    if isinstance(value, BaseModel):
         yield value
         for name in type(value).model_fields:
             yield from _walk(getattr(value, name))
