@@ -7,7 +7,9 @@ drives it exactly as it drives a phone (adbutils over the ADB host protocol).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
+from typing import Callable
 
 from engine.assets import AssetPack
 from engine.schema import Graph
@@ -40,6 +42,11 @@ class EmbeddedSim:
     game: SimGame
     server: FakeAdbServer
 
+    @property
+    def assets(self) -> AssetPack:
+        """The pack the simulator draws from (its synthetic pack unless real assets were given)."""
+        return self.game.renderer.assets
+
     def stop(self) -> None:
         self.server.stop()
 
@@ -58,6 +65,7 @@ def start_embedded(
     scenario: Scenario | None = None,
     seed: int = 0,
     serial: str = "sim-0",
+    clock: Callable[[], float] = time.monotonic,
 ) -> EmbeddedSim:
     """Build a SimGame and serve it on a free loopback port in this process (daemon threads).
 
@@ -69,7 +77,7 @@ def start_embedded(
         from engine.loader import load_graph  # the loader is only needed for the shipped default
 
         graph = load_graph()
-    game = SimGame(graph, server=server, assets=assets, scenario=scenario, seed=seed)
+    game = SimGame(graph, server=server, assets=assets, scenario=scenario, seed=seed, clock=clock)
     fake = FakeAdbServer({serial: game}).start()
     log.info("embedded simulator serving %s on 127.0.0.1:%d", serial, fake.port)
     return EmbeddedSim(host=fake.host, port=fake.port, serial=serial, game=game, server=fake)
