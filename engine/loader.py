@@ -589,8 +589,8 @@ def load_graph(path: str | Path | None = None, *, server: str | None = None) -> 
     for warning in report.warnings:
         logger.info("%s", warning)
     if report.warnings:
-        # One line, not one per warning: every goto loads the graph, and `validate` lists them in full.
-        logger.warning(
+        # One quiet line, not one per warning: every goto loads the graph, and `validate` lists them in full.
+        logger.info(
             "%d warning(s) in the graph at %s; `python -m engine validate` lists them",
             len(report.warnings),
             path if path is not None else paths.builtin_graph_dir("azurlane"),

@@ -428,28 +428,15 @@ class Navigator:
         return x, y
 
     def _device_call(self, run: _Run, tool: str, call: Callable[[], Any]) -> Any:
-        policy = self._policy(tool)
-        retrying = policy.retrying(sleep=self._retry_sleep(run), before_sleep=self._reconnect)
+        """One device call. The device retries transient faults under the tool's policy (with a reconnect
+        between attempts); what reaches here is a fault the policy could not cure."""
+        self._checkpoint(run)
+        run.attempts += 1
         try:
-            for attempt in retrying:
-                with attempt:
-                    run.attempts += 1
-                    self._checkpoint(run)
-                    return call()
+            return call()
         except DeviceError:
             self.machine.mark_action(False)
             raise
-        return None  # pragma: no cover - tenacity reraises
-
-    def _reconnect(self, retry_state: Any) -> None:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        log.info("transient device fault (%s), reconnecting", exc)
-        reconnect = getattr(self.device, "reconnect", None)
-        if reconnect is not None:
-            try:
-                reconnect()
-            except DeviceError as err:
-                log.info("reconnect failed: %s", err)
 
     # ------------------------------------------------------------------------------------------- helpers
 
@@ -474,12 +461,6 @@ class Navigator:
         else:
             self.sleep(seconds)
         self._checkpoint(run)
-
-    def _retry_sleep(self, run: _Run) -> Callable[[float], None]:
-        def sleep(seconds: float) -> None:
-            self._wait(run, seconds)
-
-        return sleep
 
     def _policy(self, name: str) -> Any:
         return self.policies.get(name)

@@ -88,7 +88,7 @@ class SimGame:
         self._unknown_variant = 0
         self.crashed = False
         self.counters = {"taps": 0, "dropped_taps": 0, "hops": 0, "keys": 0, "swipes": 0, "frames": 0,
-                         "black_frames": 0, "crashes": 0}
+                         "black_frames": 0, "crashes": 0, "controls": 0}
 
     # ------------------------------------------------------------------ what is on screen
 
@@ -144,9 +144,16 @@ class SimGame:
                     return
                 if popup is top:
                     return  # a blocking popup swallows every other tap
-            for link in self.graph.page(self.page).links:
+            page = self.graph.page(self.page)
+            for link in page.links:
                 if isinstance(link.action, TapAction) and self._inside(link.action, x, y):
                     self._hop(link)
+                    return
+            for control in page.controls:
+                if self._inside(TapAction(type="tap", button=control.button), x, y):
+                    self.counters["controls"] += 1
+                    if control.shows is not None:
+                        self._show_popup(control.shows)
                     return
 
     def key(self, key: str | int) -> None:

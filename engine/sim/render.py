@@ -237,12 +237,15 @@ class Renderer:
                 return
             paste(frame, self._template_crop(asset, area), self._template_area(asset, area))
         elif isinstance(sig, OcrSignature):
-            text = sig.sample if sig.sample else strip_regex(sig.pattern)
-            x1, y1, x2, y2 = clip_area(tuple(sig.area), (self.width, self.height))
-            frame[y1:y2, x1:x2] = (235, 235, 235)
-            # A margin around the text: OCR detectors crop word boxes with some slack and miss glyphs at edges.
-            mx, my = max(2, (x2 - x1) // 12), max(2, (y2 - y1) // 6)
-            put_text_fit(frame, text, (x1 + mx, y1 + my, x2 - mx, y2 - my), color=(20, 20, 20), outline=None)
+            self.draw_text(frame, tuple(sig.area), sig.sample if sig.sample else strip_regex(sig.pattern))
+
+    def draw_text(self, frame: np.ndarray, area: Area, text: str) -> None:
+        """Dark text on a light box, as OCR signatures and text fields show it."""
+        x1, y1, x2, y2 = clip_area(area, (self.width, self.height))
+        frame[y1:y2, x1:x2] = (235, 235, 235)
+        # A margin around the text: OCR detectors crop word boxes with some slack and miss glyphs at edges.
+        mx, my = max(2, (x2 - x1) // 12), max(2, (y2 - y1) // 6)
+        put_text_fit(frame, text, (x1 + mx, y1 + my, x2 - mx, y2 - my), color=(20, 20, 20), outline=None)
 
     def _draw_button(self, frame: np.ndarray, button) -> None:
         if button.asset:
@@ -293,6 +296,9 @@ class Renderer:
         page: Page = self.graph.page(name)
         frame = self.background(name)
         self._draw_actions(frame, [link.action for link in page.links])
+        self._draw_actions(frame, [TapAction(type="tap", button=c.button) for c in page.controls])
+        for text_field in page.fields:
+            self.draw_text(frame, tuple(text_field.area), text_field.sample)
         for sig in page.signatures:
             self.draw_signature(frame, sig)
         frame.setflags(write=False)

@@ -101,7 +101,7 @@ def test_load_graph_logs_warnings_but_returns_the_graph(caplog: pytest.LogCaptur
         graph = load_graph(BAD / "warnings.yaml")
     assert "page_lost" in graph.page_names
     assert any("page_lost" in r.getMessage() for r in caplog.records)
-    assert any(r.levelno == logging.WARNING and "4 warning(s)" in r.getMessage() for r in caplog.records)
+    assert any("4 warning(s)" in r.getMessage() for r in caplog.records)
 
 
 def test_missing_graph_wide_field_names_the_folder(tmp_path: Path) -> None:

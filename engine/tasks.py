@@ -1,0 +1,339 @@
+"""Named tasks declared in YAML (pages/<game>/tasks.yaml) and the runner that executes them, verified.
+
+A task has preconditions (where it may start), ordered steps, and success criteria checked by observation:
+
+    tasks:
+      - name: mail.collect
+        description: Collect every mail attachment.
+        steps:
+          - {type: goto, page: page_mail}
+          - {type: tap, button: MAIL_COLLECT_ALL}
+          - {type: dismiss_popups}
+        success: [{page: page_mail}, {no_popup: true}]
+
+Steps: goto, tap (a named button), key, wait_for (a page or popup, bounded), dismiss_popups, read (a page's text
+field with OCR into the result), repeat (steps until a condition holds, at most `max` times). Any step may carry
+`when:` and is skipped unless the condition holds on the current screen. Tasks run inside the navigator's bounds
+(the run policy, 60 s by default), so every loop here is bounded twice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, ValidationError, model_validator
+
+from engine.errors import ConfigError, NavigationError
+from engine.schema import Model, Name, TapAction, KeyAction
+
+
+class Condition(Model):
+    """Something observable: a page, a popup, or the absence of blocking popups (all given must hold)."""
+
+    page: Name | None = None
+    popup: Name | None = None
+    no_popup: bool | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Condition:
+        if self.page is None and self.popup is None and self.no_popup is None:
+            raise ValueError("a condition needs page, popup or no_popup")
+        return self
+
+
+class _Step(Model):
+    when: Condition | None = Field(None, description="Skip the step unless this holds on the current screen.")
+
+
+class GotoStep(_Step):
+    type: Literal["goto"]
+    page: Name
+
+
+class TapStep(_Step):
+    type: Literal["tap"]
+    button: Name
+
+
+class KeyStep(_Step):
+    type: Literal["key"]
+    key: Literal["back", "home", "enter", "menu", "app_switch"]
+
+
+class WaitForStep(_Step):
+    type: Literal["wait_for"]
+    until: Condition
+    timeout: float = Field(10.0, gt=0, le=60)
+
+
+class DismissPopupsStep(_Step):
+    type: Literal["dismiss_popups"]
+    max: int = Field(5, ge=1, le=20)
+
+
+class ReadStep(_Step):
+    type: Literal["read"]
+    field: Name = Field(description="A text field of the current page (Page.fields).")
+    into: str | None = Field(None, description="Key in the result's values; defaults to the field name.")
+
+
+class RepeatStep(_Step):
+    type: Literal["repeat"]
+    until: Condition
+    do: list[Step] = Field(min_length=1)
+    max: int = Field(10, ge=1, le=100)
+
+
+Step = Annotated[
+    Union[GotoStep, TapStep, KeyStep, WaitForStep, DismissPopupsStep, ReadStep, RepeatStep],
+    Field(discriminator="type"),
+]
+
+
+class Task(Model):
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$")]
+    description: str
+    preconditions: list[Name] = Field(
+        default_factory=list, description="Pages the task may start from; empty means anywhere."
+    )
+    steps: list[Step] = Field(min_length=1)
+    success: list[Condition] = Field(min_length=1)
+
+
+class TaskFile(Model):
+    tasks: list[Task]
+
+
+RepeatStep.model_rebuild()
+
+
+class TaskBook:
+    """The tasks of one game, checked against its graph."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self._tasks = {t.name: t for t in tasks}
+
+    def names(self) -> list[str]:
+        return list(self._tasks)
+
+    def get(self, name: str) -> Task:
+        return self._tasks[name]
+
+    def describe(self) -> list[dict[str, str]]:
+        return [{"name": t.name, "description": t.description} for t in self._tasks.values()]
+
+
+def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
+    """Load and check a tasks.yaml (a folder means its tasks*.yaml files). Raises ConfigError with file:line."""
+    from engine.yamlsrc import load_yaml, problems_from_validation_error
+
+    path = Path(path)
+    files = sorted(path.glob("tasks*.yaml")) if path.is_dir() else [path]
+    tasks: list[Task] = []
+    problems: list[Any] = []
+    for file in files:
+        data, locator = load_yaml(file)
+        try:
+            parsed = TaskFile.model_validate(data)
+        except ValidationError as exc:
+            problems.extend(problems_from_validation_error(exc, str(file), locator))
+            continue
+        for index, task in enumerate(parsed.tasks):
+            if graph is not None:
+                for loc, message in _references(task, graph):
+                    line, col = locator(("tasks", index, *loc)) if callable(locator) else locator.locate(
+                        ("tasks", index, *loc))
+                    problems.append(_problem(str(file), line, col, f"task {task.name}: {message}"))
+            tasks.append(task)
+    names = [t.name for t in tasks]
+    for name in {n for n in names if names.count(n) > 1}:
+        problems.append(_problem(str(path), None, None, f"task {name} is declared more than once"))
+    if problems:
+        from engine.errors import GraphError
+
+        raise GraphError(problems, message=f"{len(problems)} problem(s) in the tasks")
+    return TaskBook(tasks)
+
+
+def _problem(file: str, line: int | None, col: int | None, message: str) -> Any:
+    from engine.yamlsrc import Problem
+
+    return Problem(file=file, line=line, col=col, message=message)
+
+
+def _references(task: Task, graph: Any) -> list[tuple[tuple, str]]:
+    """Names a task uses that the graph does not declare, with their locations inside the task."""
+    pages, popups = set(graph.page_names), {p.name for p in graph.popups}
+    buttons = {b.name for b in graph.buttons}
+    fields = {f.name for p in graph.pages for f in p.fields}
+    found: list[tuple[tuple, str]] = []
+
+    def condition(c: Condition | None, loc: tuple) -> None:
+        if c is None:
+            return
+        if c.page and c.page not in pages:
+            found.append(((*loc, "page"), f"unknown page {c.page!r}"))
+        if c.popup and c.popup not in popups:
+            found.append(((*loc, "popup"), f"unknown popup {c.popup!r}"))
+
+    def steps(items: list, loc: tuple) -> None:
+        for i, step in enumerate(items):
+            here = (*loc, i)
+            condition(step.when, (*here, "when"))
+            if isinstance(step, GotoStep) and step.page not in pages:
+                found.append(((*here, "page"), f"unknown page {step.page!r}"))
+            if isinstance(step, TapStep) and step.button not in buttons:
+                found.append(((*here, "button"), f"unknown button {step.button!r}"))
+            if isinstance(step, ReadStep) and step.field not in fields:
+                found.append(((*here, "field"), f"unknown text field {step.field!r}"))
+            if isinstance(step, (WaitForStep, RepeatStep)):
+                condition(step.until, (*here, "until"))
+            if isinstance(step, RepeatStep):
+                steps(step.do, (*here, "do"))
+
+    for i, page in enumerate(task.preconditions):
+        if page not in pages:
+            found.append((("preconditions", i), f"unknown page {page!r}"))
+    steps(task.steps, ("steps",))
+    for i, c in enumerate(task.success):
+        condition(c, ("success", i))
+    return found
+
+
+# ----------------------------------------------------------------------------------------------- the runner
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    status: str
+    text: str
+    expected: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskRunner:
+    """Executes one task through a Navigator, sharing its bounds, detectors and transcript."""
+
+    def __init__(self, nav: Any, run: Any, task: Task) -> None:
+        self.nav, self.run, self.task = nav, run, task
+        self.values: dict[str, Any] = {}
+        self.obs = None
+
+    def execute(self) -> Outcome:
+        nav, run = self.nav, self.run
+        self.obs = nav._look(run, expected=nav.machine.page if not nav.machine.is_stale(10) else None)
+        self._relocalise()
+        if self.task.preconditions and self.obs.page not in self.task.preconditions:
+            return Outcome(False, "precondition_failed",
+                           f"{self.task.name} starts from {', '.join(self.task.preconditions)}, "
+                           f"not from {self.obs.page or 'an unknown screen'}")
+        for step in self.task.steps:
+            self._step(step)
+        self.obs = nav._look(run, expected=self._expected_page())
+        self._relocalise()
+        failed = [c for c in self.task.success if not self._holds(c)]
+        if failed:
+            return Outcome(False, "not_verified",
+                           f"{self.task.name} finished but {_describe(failed[0])} does not hold "
+                           f"(observed {self.obs.page or 'unknown'}, popups {list(self.obs.popups)})",
+                           self._expected_page(), self.values)
+        return Outcome(True, "verified", f"{self.task.name} done and verified", self._expected_page(), self.values)
+
+    # -- steps
+
+    def _step(self, step: Any) -> None:
+        nav, run = self.nav, self.run
+        nav._checkpoint(run)
+        if step.when is not None and not self._holds(step.when):
+            return
+        if isinstance(step, GotoStep):
+            self.obs = nav._navigate(run, step.page)
+        elif isinstance(step, TapStep):
+            nav._record("task_step", run, step="tap", button=step.button)
+            nav._perform(run, TapAction(type="tap", button=step.button), self.obs)
+            nav._wait(run, 0.3)
+            self.obs = nav._look(run, expected=self.obs.page if self.obs else None)
+        elif isinstance(step, KeyStep):
+            nav._perform(run, KeyAction(type="key", key=step.key), self.obs)
+            nav._wait(run, 0.3)
+            self.obs = nav._look(run, expected=None)
+        elif isinstance(step, WaitForStep):
+            until = nav.clock() + step.timeout
+            while not self._holds(step.until):
+                if nav.clock() >= until:
+                    raise NavigationError(f"waited {step.timeout:.0f} s for {_describe(step.until)}")
+                nav._wait(run, nav._poll_s())
+                self.obs = nav._look(run, expected=step.until.page)
+        elif isinstance(step, DismissPopupsStep):
+            for _ in range(step.max):
+                if not nav._blocking(self.obs):
+                    break
+                nav._dismiss(run, self.obs)
+                self.obs = nav._look(run, expected=self.obs.page)
+        elif isinstance(step, ReadStep):
+            self._read(step)
+        elif isinstance(step, RepeatStep):
+            for _ in range(step.max):
+                if self._holds(step.until):
+                    break
+                for inner in step.do:
+                    self._step(inner)
+                self.obs = nav._look(run, expected=step.until.page)
+                self._relocalise()
+            else:
+                if not self._holds(step.until):
+                    raise NavigationError(f"{_describe(step.until)} did not hold after {step.max} rounds")
+        self._relocalise()
+
+    def _read(self, step: ReadStep) -> None:
+        from verifiers.ocr import read_text
+
+        nav = self.nav
+        page = self.obs.page if self.obs else None
+        spec = next((f for p in nav.graph.pages for f in p.fields if f.name == step.field), None)
+        if spec is None or nav.last_frame is None:
+            raise NavigationError(f"cannot read {step.field}: no such field or no frame")
+        text, confidence = read_text(nav.last_frame, spec.area)
+        match = re.search(spec.pattern, text or "", re.IGNORECASE)
+        value = (match.group(1) if match and match.groups() else match.group(0)) if match else None
+        self.values[step.into or step.field] = value
+        nav._record("read", self.run, field=step.field, page=page, text=text, value=value,
+                    confidence=round(float(confidence or 0), 3))
+        if value is None:
+            raise NavigationError(f"read {step.field}: {text!r} does not match {spec.pattern!r}")
+
+    # -- conditions
+
+    def _holds(self, c: Condition) -> bool:
+        obs = self.obs
+        if obs is None:
+            return False
+        if c.page is not None and obs.page != c.page:
+            return False
+        if c.popup is not None and c.popup not in obs.popups:
+            return False
+        if c.no_popup and self.nav._blocking(obs):
+            return False
+        return True
+
+    def _expected_page(self) -> str | None:
+        return next((c.page for c in self.task.success if c.page), None)
+
+    def _relocalise(self) -> None:
+        if self.obs is not None and self.obs.page is not None:
+            self.nav.machine.relocalise(self.obs.page, self.obs.confidence)
+
+
+def _describe(c: Condition) -> str:
+    parts = []
+    if c.page:
+        parts.append(f"page {c.page}")
+    if c.popup:
+        parts.append(f"popup {c.popup}")
+    if c.no_popup:
+        parts.append("no blocking popup")
+    return " and ".join(parts)
