@@ -145,6 +145,8 @@ class Navigator:
         self.machine = BeliefMachine(graph, clock)
         self.last_observation: Observation | None = None
         self.last_frame: np.ndarray | None = None
+        self.last_steps: list[dict[str, Any]] = []
+        """The events of the last goto/run/state (the transcript's slice), for callers and tests."""
         self._home_buttons = self._find_home_buttons()
 
     @property
@@ -548,6 +550,7 @@ class Navigator:
             "vision_calls": run.vision_calls,
         }
         self._record("result", run, ok=ok, status=status, text=text)
+        self.last_steps = run.steps
         result = ToolResult(ok=ok, status=status, text=text, data=data)
         if not ok:
             self._bundle(run, result)
