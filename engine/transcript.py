@@ -291,6 +291,11 @@ def save_trace(path: str | Path, steps: Sequence[Mapping[str, Any] | Any], **met
         body = redact(step)
         if not isinstance(body, dict):
             raise ValueError(f"trace step {index} is not a mapping: {step!r}")
+        # A navigator hop says where it started (source) and where it must land (to): its criteria.
+        if "precondition" not in body and body.get("source"):
+            body["precondition"] = {"page": body["source"]}
+        if "success" not in body and body.get("to"):
+            body["success"] = {"page": body.get("expect") or body["to"]}
         converted.append({"step": index + 1, **body})
     document = {"version": 1, "created": round(time.time(), 3), **redact(meta), "steps": converted}
     path = Path(path)

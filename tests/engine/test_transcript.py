@@ -239,3 +239,12 @@ def test_transcript_save_trace_puts_traces_beside_the_ledger(tmp_path):
     assert path.parent == tmp_path / "run" / "traces"
     trace = load_trace(path)
     assert trace["tool"] == "goto" and trace["steps"][0]["success"] == "b"
+
+
+def test_a_navigator_hop_in_a_trace_gets_its_precondition_and_success_from_source_and_to(tmp_path):
+    steps = [{"kind": "action", "source": "page_main", "to": "page_commission", "action": {"type": "tap"}},
+             {"kind": "verdict", "verdict": "verified"}]
+    trace = load_trace(save_trace(tmp_path / "t.json", steps))
+    assert trace["steps"][0]["precondition"] == {"page": "page_main"}
+    assert trace["steps"][0]["success"] == {"page": "page_commission"}
+    assert "precondition" not in trace["steps"][1]
