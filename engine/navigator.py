@@ -445,7 +445,7 @@ class Navigator:
     def _begin(self, tool: str, target: str, timeout: float, cancel: threading.Event | None) -> _Run:
         now = self.clock()
         run = _Run(tool=tool, target=target, deadline=now + timeout, cancel=cancel, started=now)
-        self._record("request", run, tool=tool, target=target, belief=self.belief.to_dict(now))
+        self._record("request", run, belief=self.belief.to_dict(now))
         return run
 
     def _checkpoint(self, run: _Run) -> None:

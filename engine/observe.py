@@ -428,3 +428,24 @@ class Observer:
         with self._lock:
             hit, _, found = target.match(self.prepare(frame), None)
         return hit, found
+
+    def find_button(self, frame: np.ndarray, button: str) -> Evidence | None:
+        """Whether a named button's template shows on `frame` (the recovery ladder looks for a home button).
+
+        None when the button has no template in this asset pack. Compiled checks are cached per button.
+        """
+        cache = self.__dict__.setdefault("_button_checks", {})
+        if button not in cache:
+            try:
+                cache[button] = (
+                    self._compile(TemplateSignature(type="template", button=button), None)
+                    if self._button_asset(button)
+                    else None
+                )
+            except _Unavailable:
+                cache[button] = None
+        check = cache[button]
+        if check is None:
+            return None
+        with self._lock:
+            return check.verify(self.prepare(frame))
