@@ -1,0 +1,232 @@
+"""Verification latency and memory on 2 cores (see benchmarks/README.md for the table and how to run).
+
+Targets: verify the expected page p50 <= 1 ms; classify among every Azur Lane page and popup p50 <= 10 ms and at
+most half of a naive ALAS-style baseline measured in the same run; OCR of one known region p50 <= 30 ms; vision
+round trip against a local endpoint <= 20 ms of our own overhead; peak RSS of observing <= 200 MB without OCR and
+<= 600 MB with it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from engine.loader import load_graph
+from engine.observe import Observer
+from engine.schema import TemplateSignature
+from engine.sim import SimGame, SyntheticAssets
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS: dict[str, float] = {}
+SIM_PAGES = ["page_main", "page_commission", "page_dock", "page_shop", "page_reward", "page_guild",
+             "page_campaign_menu", "page_research", "page_build", "page_meowfficer", "page_mail", "page_academy"]
+
+
+def _median_ms(benchmark) -> float | None:
+    stats = getattr(benchmark, "stats", None)
+    if not stats:
+        return None
+    return stats.stats.median * 1000.0
+
+
+@pytest.fixture(scope="module")
+def sim():
+    graph = load_graph(server="en")
+    assets = SyntheticAssets(graph)
+    game = SimGame(graph, assets=assets)
+    frames = []
+    for page in SIM_PAGES:
+        game.goto(page)
+        frames.append((page, game.frame()))
+    noise = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+    frames.append((None, noise))  # an unknown frame: every page and popup is scanned
+    return graph, assets, Observer(graph, assets), frames
+
+
+def _cycle(frames):
+    state = {"i": 0}
+
+    def next_frame():
+        state["i"] = (state["i"] + 1) % len(frames)
+        return frames[state["i"]]
+
+    return next_frame
+
+
+def test_bench_verify_expected_page(benchmark, sim):
+    _, _, observer, frames = sim
+    page, frame = frames[1]
+    hit, _ = benchmark.pedantic(observer.verify_page, args=(frame, page), rounds=300, warmup_rounds=10)
+    assert hit
+    median = _median_ms(benchmark)
+    if median is not None:
+        RESULTS["verify_expected"] = median
+        assert median <= 1.0
+
+
+def test_bench_classify_all_pages_and_popups(benchmark, sim):
+    _, _, observer, frames = sim
+    next_frame = _cycle(frames)
+
+    def classify():
+        page, frame = next_frame()
+        return page, observer.observe(frame)
+
+    benchmark.pedantic(classify, rounds=130, warmup_rounds=5)
+    for page, frame in frames:
+        assert observer.observe(frame).page == page
+    median = _median_ms(benchmark)
+    if median is not None:
+        RESULTS["classify"] = median
+        assert median <= 10.0
+
+
+class NaiveAlas:
+    """ALAS's way: every page then popup in definition order, colour matchTemplate of each check button over its
+    area widened by the offset, first hit wins. Templates are prepared once, as ALAS caches them too."""
+
+    def __init__(self, graph, assets):
+        self.checks = []
+        for target in [*graph.pages, *graph.popups]:
+            for sig in target.signatures:
+                if isinstance(sig, TemplateSignature):
+                    button = graph.button(sig.button) if sig.button else None
+                    asset = sig.asset or (button.asset if button else None)
+                    template = assets.get(asset) if asset else None
+                    if template is None:
+                        continue
+                    x1, y1, x2, y2 = sig.area or button.area
+                    dx, dy = sig.offset or (30, 30)
+                    search = (max(0, x1 - dx), max(0, y1 - dy), min(1280, x2 + dx), min(720, y2 + dy))
+                    self.checks.append((target.name, search, template.frames))
+                    break
+
+    def classify(self, frame):
+        for name, (x1, y1, x2, y2), templates in self.checks:
+            region = frame[y1:y2, x1:x2]
+            for template in templates:
+                if template.shape[0] > region.shape[0] or template.shape[1] > region.shape[1]:
+                    continue
+                if cv2.minMaxLoc(cv2.matchTemplate(region, template, cv2.TM_CCOEFF_NORMED))[1] > 0.85:
+                    return name
+        return None
+
+
+def test_bench_classify_naive_alas_baseline(benchmark, sim):
+    graph, assets, _, frames = sim
+    naive = NaiveAlas(graph, assets)
+    next_frame = _cycle(frames)
+    benchmark.pedantic(lambda: naive.classify(next_frame()[1]), rounds=130, warmup_rounds=5)
+    median = _median_ms(benchmark)
+    if median is not None:
+        RESULTS["naive"] = median
+    if "classify" in RESULTS and "naive" in RESULTS:
+        assert RESULTS["classify"] <= 0.5 * RESULTS["naive"], RESULTS
+
+
+def test_bench_ocr_known_region(benchmark):
+    from verifiers import ocr
+
+    frame = np.full((720, 1280, 3), 35, np.uint8)
+    cv2.putText(frame, "Commission", (100, 100), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (255, 255, 255), 2)
+    ocr.read_text(frame, (90, 60, 400, 115))  # load the engine outside the measurement
+    text, _ = benchmark.pedantic(ocr.read_text, args=(frame, (90, 60, 400, 115)), rounds=40, warmup_rounds=3)
+    assert ocr.normalise(text) == "commission"
+    median = _median_ms(benchmark)
+    if median is not None:
+        RESULTS["ocr"] = median
+        assert median <= 30.0
+
+
+class _Canned(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # One buffered write per response and no Nagle: otherwise delayed ACKs add ~40 ms that are not ours.
+    wbufsize = 1 << 16
+    disable_nagle_algorithm = True
+    BODY = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": json.dumps({
+        "page": "page_main", "popup": None, "blocking_element": None, "ocr_text": None,
+        "suggested_action": "retry", "confidence": 0.9})}]}, "finishReason": "STOP"}]}).encode()
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_bench_vision_round_trip_overhead(benchmark, sim):
+    from verifiers.vision import VisionClient
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        client = VisionClient("bench-key", model="m", base_url=f"http://127.0.0.1:{httpd.server_address[1]}",
+                              timeout_s=5)
+        frame = sim[3][0][1].copy()
+        counter = {"i": 0}
+
+        def ask():
+            counter["i"] += 1
+            frame[0, 0, 0] = counter["i"] % 256  # a new frame each time: no cache hits
+            frame[0, 1, 0] = counter["i"] // 256
+            return client.classify(frame, ["page_main", "page_dock"], [])
+
+        answer = benchmark.pedantic(ask, rounds=40, warmup_rounds=3)
+        assert answer.page == "page_main" and not answer.cached
+        median = _median_ms(benchmark)
+        if median is not None:
+            RESULTS["vision"] = median
+            assert median <= 20.0
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+PEAK_RSS = """
+import resource, sys
+import cv2
+from engine.loader import load_graph
+from engine.observe import Observer
+from engine.sim import SyntheticAssets
+graph = load_graph(server="en")
+observer = Observer(graph, SyntheticAssets(graph))
+for path in sys.argv[2:]:
+    frame = cv2.imread(path)
+    observer.observe(frame)
+if sys.argv[1] == "ocr":
+    from verifiers import ocr
+    ocr.read_text(frame, (100, 100, 400, 140))
+    ocr.find_text(frame)
+# VmHWM is this process image's own peak; ru_maxrss would also count the (large) pytest parent it was forked from.
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+print(int(hwm[0].split()[1]) // 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+@pytest.mark.parametrize("mode, limit_mb", [("plain", 200), ("ocr", 600)])
+def test_peak_memory_of_observing(mode, limit_mb, sim, tmp_path):
+    paths = []
+    for i, (_, frame) in enumerate(sim[3][:4]):
+        paths.append(str(tmp_path / f"{i}.png"))
+        cv2.imwrite(paths[-1], frame)
+    out = subprocess.run([sys.executable, "-c", PEAK_RSS, mode, *paths], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    peak = int(out.stdout.split()[-1])
+    RESULTS[f"rss_{mode}_mb"] = peak
+    print(f"peak RSS ({mode}): {peak} MB", file=sys.stderr)
+    assert peak <= limit_mb
+
