@@ -126,6 +126,14 @@ class TaskBook:
         return [{"name": t.name, "description": t.description} for t in self._tasks.values()]
 
 
+def tasks_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a tasks file (pages/tasks.schema.json), for editors."""
+    body = TaskFile.model_json_schema()
+    body.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Task file (engine.tasks.TaskFile)",
+            **body}
+
+
 def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
     """Load and check a tasks.yaml (a folder means its tasks*.yaml files). Raises ConfigError with file:line."""
     from engine.yamlsrc import load_yaml, problems_from_validation_error

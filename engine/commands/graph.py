@@ -34,6 +34,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    if args.tasks:
+        from engine.tasks import tasks_json_schema
+
+        print(json.dumps(tasks_json_schema(), indent=2))
+        return 0
     print(json.dumps(loader.graph_json_schema(), indent=2))
     return 0
 
@@ -91,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     validate.set_defaults(handler=_validate)
 
     schema = sub.add_parser("schema", help="print the JSON Schema of a graph file")
+    schema.add_argument("--tasks", action="store_true", help="the schema of a tasks file instead")
     schema.set_defaults(handler=_schema)
 
     graph = sub.add_parser("graph", help="draw the page graph as mermaid or graphviz dot")

@@ -1,0 +1,133 @@
+"""Named tasks: declared in YAML, checked against the graph at load time, run and verified in the simulator."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.errors import GraphError
+from engine.loader import load_graph
+from engine.paths import builtin_graph_dir
+from engine.session import open_session
+from engine.tasks import load_tasks, tasks_json_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "tests" / "data" / "graphs" / "good"
+
+
+@pytest.fixture
+def session():
+    s = open_session()
+    yield s
+    s.close()
+
+
+def test_shipped_tasks_load_and_the_schema_file_is_current():
+    book = load_tasks(builtin_graph_dir(), load_graph())
+    assert {"login", "mail.collect", "commission.status"} <= set(book.names())
+    committed = json.loads((ROOT / "pages" / "tasks.schema.json").read_text())
+    assert committed == tasks_json_schema(), "run: python -m engine schema --tasks > pages/tasks.schema.json"
+
+
+def test_login_reaches_the_main_menu_through_announcements(session):
+    game = session.sim.game
+    assert game.truth()["page"] == "page_login"
+    game.show_popup("LOGIN_ANNOUNCE")
+    result = session.navigator.run("login")
+    assert result.ok, result.text
+    truth = game.truth()
+    assert truth["page"] == "page_main" and not truth["popups"]
+    assert any(e["kind"] == "dismiss" for e in session.navigator.last_steps)
+
+
+def test_mail_collect_taps_the_control_and_clears_the_reward(session):
+    result = session.navigator.run("mail.collect")
+    assert result.ok, result.text
+    truth = session.sim.game.truth()
+    assert truth["page"] == "page_mail" and not truth["popups"] and truth["controls"] == 1
+
+
+def test_commission_status_reads_the_fields_with_ocr(session):
+    result = session.navigator.run("commission.status")
+    assert result.ok, result.text
+    fields = {f.name: f.sample for f in session.graph.page("page_commission").fields}
+    assert result.data["values"] == {"running": fields["commission_running"], "daily": fields["commission_daily"]}
+    assert session.sim.game.truth()["page"] == "page_commission"
+
+
+def test_unknown_task_names_suggest_the_closest(session):
+    result = session.navigator.run("mail.colect")
+    assert not result.ok and result.status == "unknown_task"
+    assert result.data["suggestions"][0] == "mail.collect"
+
+
+def _demo_with_tasks(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO, folder)
+    (folder / "tasks.yaml").write_text(text)
+    return folder
+
+
+GOOD_DEMO_TASKS = """
+tasks:
+  - name: collect
+    description: collect the mail reward
+    steps:
+      - {type: goto, page: page_mail}
+      - {type: tap, button: MAIL_COLLECT}
+      - {type: wait_for, until: {popup: popup_reward}, timeout: 3}
+      - {type: dismiss_popups}
+    success: [{page: page_mail}, {no_popup: true}]
+  - name: claims_too_much
+    description: ends on the mail page but claims the shop
+    steps:
+      - {type: goto, page: page_mail}
+    success: [{page: page_shop}]
+"""
+
+
+def test_tasks_run_on_any_graph_and_success_is_checked_by_observation(tmp_path):
+    folder = _demo_with_tasks(tmp_path, GOOD_DEMO_TASKS)
+    with open_session(graph_dir=folder) as s:
+        assert s.navigator.task_list()[0]["name"] == "collect"
+        ok = s.navigator.run("collect")
+        assert ok.ok, ok.text
+        assert s.sim.game.truth()["controls"] == 1
+        claimed = s.navigator.run("claims_too_much")
+        assert not claimed.ok and claimed.status == "not_verified"
+        assert s.sim.game.truth()["page"] == "page_mail"
+
+
+def test_a_task_naming_unknown_things_is_refused_with_file_and_line(tmp_path):
+    folder = _demo_with_tasks(tmp_path, """tasks:
+  - name: broken
+    description: names a page that does not exist
+    steps:
+      - {type: goto, page: page_nowhere}
+    success: [{page: page_main}]
+""")
+    with pytest.raises(GraphError) as info:
+        load_tasks(folder, load_graph(folder))
+    problem = info.value.problems[0]
+    assert problem.file.endswith("tasks.yaml") and problem.line == 5
+    assert "page_nowhere" in problem.message
+
+
+def test_cli_tasks_and_run():
+    listing = subprocess.run([sys.executable, "-m", "engine", "tasks", "--json"], capture_output=True, text=True,
+                             timeout=60, cwd=ROOT)
+    assert listing.returncode == 0
+    assert "commission.status" in [t["name"] for t in json.loads(listing.stdout)]
+    run = subprocess.run([sys.executable, "-m", "engine", "run", "commission.status", "--json"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["ok"] and result["data"]["values"]["running"]
+    bad = subprocess.run([sys.executable, "-m", "engine", "run", "nope"], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
