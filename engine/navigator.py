@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engine.errors import DeviceError, EngineError, NavigationError
+from engine.errors import DeviceError, EngineError, NavigationError, TransientDeviceError
 from engine.machine import BeliefMachine
 from engine.results import Observation, ToolResult, Verdict
 from engine.routes import plan_route
@@ -46,6 +46,9 @@ STALE_S = 10.0
 """A belief older than this is re-observed before planning."""
 MAX_STEPS = 400
 """Hard cap on loop iterations of one goto, beside its time bound."""
+MAX_DEVICE_FAULTS = 3
+"""Transient device faults (each already retried by the device under its policy) one goto rides out by looking
+again before it stops with the health probe's verdict."""
 
 
 class Cancelled(NavigationError):
@@ -146,6 +149,7 @@ class Navigator:
         self.last_observation: Observation | None = None
         self.last_frame: np.ndarray | None = None
         self.last_steps: list[dict[str, Any]] = []
+        self._last_expected: str | None = None
         """The events of the last goto/run/state (the transcript's slice), for callers and tests."""
         self._home_buttons = self._find_home_buttons()
 
@@ -228,6 +232,7 @@ class Navigator:
         expected: str | None = None if stale else self.machine.page
         waiting_until = 0.0
         ladder = 0
+        faults = 0
         for _ in range(MAX_STEPS):
             self._checkpoint(run)
             verdict = diff(obs, expected, waiting=self.clock() < waiting_until, blocking=self._blocking(obs))
@@ -266,12 +271,22 @@ class Navigator:
                 obs = self._look(run, expected=source)
                 expected = source
                 continue
-            self._take(run, link, obs)
             expected = link.expected_page
             settings = self.graph.settings(self.graph.page(expected), link)
-            settle = max(SETTLE_S, settings.loading or 0.0)
-            waiting_until = self.clock() + settle
-            obs = self._settle(run, expected, source, waiting_until)
+            waiting_until = self.clock() + max(SETTLE_S, settings.loading or 0.0)
+            try:
+                self._take(run, link, obs)
+                obs = self._settle(run, expected, source, waiting_until)
+                faults = 0
+            except TransientDeviceError as exc:
+                # The device already retried under its policy; ride out a few more by looking again.
+                faults += 1
+                self._record("device_fault", run, error=type(exc).__name__, message=str(exc), count=faults)
+                if faults >= MAX_DEVICE_FAULTS:
+                    raise
+                self._wait(run, self._poll_s())
+                obs = self._look(run, expected=None)
+                expected = None
         raise NavigationError(f"gave up after {MAX_STEPS} steps without reaching {target}")
 
     def _settle(self, run: _Run, expected: str, source: str, until: float) -> Observation:
@@ -326,7 +341,9 @@ class Navigator:
     def _dismiss(self, run: _Run, obs: Observation) -> None:
         popups = [self.graph.popup(name) for name in obs.popups]
         popups = [p for p in popups if p.blocking] or popups
-        popup = max(popups, key=lambda p: p.priority)
+        # Highest priority first, but one whose dismissal already failed yields to one not yet tried: two popups
+        # can describe one dialog (ALAS's POPUP_CONFIRM / POPUP_CANCEL) and only one of their actions may work.
+        popup = min(popups, key=lambda p: (run.dismissed.get(p.name, 0), -p.priority))
         count = run.dismissed.get(popup.name, 0) + 1
         run.dismissed[popup.name] = count
         if count > MAX_POPUP_DISMISSALS:
@@ -395,14 +412,24 @@ class Navigator:
         """Screenshot (retried under the screenshot policy) and observe."""
         self._checkpoint(run)
         frame = self._device_call(run, "screenshot", self.device.screenshot)
-        self.last_frame = frame
-        run.frames.append(frame)
-        if len(run.frames) > 4:
-            run.frames.pop(0)
-        obs = self.observer.observe(frame, expected=expected)
-        self.last_observation = obs
+        previous, self.last_frame = self.last_frame, frame
+        unchanged = (
+            previous is not None
+            and self.last_observation is not None
+            and expected == self._last_expected
+            and previous.shape == frame.shape
+            and np.array_equal(previous, frame)  # 0.15 ms, against 1-10 ms for a scan
+        )
+        if unchanged:
+            obs = self.last_observation  # the same pixels say the same thing: waiting costs no observation
+        else:
+            run.frames.append(frame)
+            if len(run.frames) > 4:
+                run.frames.pop(0)
+            obs = self.observer.observe(frame, expected=expected)
+        self.last_observation, self._last_expected = obs, expected
         self._record("observation", run, expected=expected, page=obs.page, popups=list(obs.popups),
-                     loading=obs.loading, confidence=round(obs.confidence, 3))
+                     loading=obs.loading, confidence=round(obs.confidence, 3), unchanged=unchanged)
         return obs
 
     def _perform(self, run: _Run, action: Any, obs: Observation | None) -> None:

@@ -245,7 +245,8 @@ class SimGame:
         self.counters["hops"] += 1
         target = link.to
         log.debug("hop %s -> %s", self.page, target)
-        seconds = self.faults.loading_seconds(self.graph.settings(self.graph.page(target)).loading or 0.0)
+        # Only a page's own allowance makes the simulator load (graph defaults are the engine's patience).
+        seconds = self.faults.loading_seconds(self.graph.page(target).loading or 0.0)
         if seconds > 0:
             self._loading_until = self.clock() + seconds
             self._loading_target = target
