@@ -46,7 +46,7 @@ from engine.schema import AnyOfSignature, ColorSignature, Graph, OcrSignature, P
 from verifiers import color as color_verifier
 from verifiers import ocr as ocr_verifier
 from verifiers import template as template_verifier
-from verifiers.common import signature_name
+from verifiers.common import frame_scope, signature_name
 
 log = logging.getLogger(__name__)
 
@@ -294,12 +294,23 @@ class Observer:
             frame = _fit(frame, self.resolution)
         return frame
 
-    def observe(self, frame: np.ndarray, expected: str | None = None, escalate: bool = False) -> Observation:
-        """What `frame` shows (see the module docstring for the order of work and the ambiguity rule)."""
-        with self._lock:
-            return self._observe(self.prepare(frame), expected, escalate)
+    def observe(
+        self, frame: np.ndarray, expected: str | None = None, escalate: bool = False, near: bool = False
+    ) -> Observation:
+        """What `frame` shows (see the module docstring for the order of work and the ambiguity rule).
 
-    def _observe(self, frame: np.ndarray, expected: str | None, escalate: bool) -> Observation:
+        Args:
+            expected: the page the caller expects; checked first.
+            escalate: ask the vision verifier when nothing is recognised.
+            near: only the expected page, its neighbours and the popups (not every page): for looks while a
+                hop is still settling, where a frame that is none of them counts as loading anyway.
+        """
+        with self._lock:
+            frame = self.prepare(frame)
+            with frame_scope(frame):
+                return self._observe(frame, expected, escalate, near and expected is not None)
+
+    def _observe(self, frame: np.ndarray, expected: str | None, escalate: bool, near: bool = False) -> Observation:
         start = time.perf_counter()
         self._latency: dict[str, float] = {}
         if is_flat(frame):
@@ -328,7 +339,8 @@ class Observer:
             popup_hits = self._popups(frame, evidence, target.name)
         else:
             order = list(self.neighbours.get(expected, ())) if expected else []
-            order += [t.name for t in self.pages]
+            if not near:
+                order += [t.name for t in self.pages]
             for name in order:
                 if name in scanned or name not in self.page_by_name:
                     continue
@@ -426,7 +438,9 @@ class Observer:
         if target is None:
             return False, []
         with self._lock:
-            hit, _, found = target.match(self.prepare(frame), None)
+            frame = self.prepare(frame)
+            with frame_scope(frame):
+                hit, _, found = target.match(frame, None)
         return hit, found
 
     def find_button(self, frame: np.ndarray, button: str) -> Evidence | None:
@@ -448,4 +462,6 @@ class Observer:
         if check is None:
             return None
         with self._lock:
-            return check.verify(self.prepare(frame))
+            frame = self.prepare(frame)
+            with frame_scope(frame):
+                return check.verify(frame)

