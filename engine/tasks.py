@@ -211,6 +211,45 @@ def _references(task: Task, graph: Any) -> list[tuple[tuple, str]]:
     return found
 
 
+def task_from_trace(trace: dict[str, Any], name: str, description: str | None = None) -> Task:
+    """A task that replays a recorded goto or run (engine.transcript.save_trace), verified the same way.
+
+    Each hop of the trace becomes a goto to the page it verified (so a replay re-plans around whatever the game
+    shows, rather than blindly repeating taps), recorded taps and reads are kept, dismissals become
+    dismiss_popups, and the last verified page is the success criterion.
+    """
+    steps: list[dict[str, Any]] = []
+    first_source: str | None = None
+    last_page: str | None = None
+    for entry in trace.get("steps", []):
+        kind = entry.get("kind")
+        if kind == "action" and entry.get("to"):
+            first_source = first_source or entry.get("source")
+            last_page = (entry.get("success") or {}).get("page") or entry["to"]
+            if not steps or steps[-1] != {"type": "goto", "page": last_page}:
+                steps.append({"type": "goto", "page": last_page})
+        elif kind == "dismiss" and (not steps or steps[-1]["type"] != "dismiss_popups"):
+            steps.append({"type": "dismiss_popups"})
+        elif kind == "task_step" and entry.get("button"):
+            steps.append({"type": "tap", "button": entry["button"]})
+        elif kind == "read" and entry.get("field"):
+            steps.append({"type": "read", "field": entry["field"]})
+    target = trace.get("target")
+    if trace.get("tool") == "goto" and target:
+        last_page = target
+        if not steps or steps[-1] != {"type": "goto", "page": target}:
+            steps.append({"type": "goto", "page": target})
+    if not steps or last_page is None:
+        raise ValueError("the trace has no verified hop to replay")
+    return Task(
+        name=name,
+        description=description or f"replay of {trace.get('tool', 'a run')} {target or ''}".strip(),
+        preconditions=[],
+        steps=steps,
+        success=[{"page": last_page}, {"no_popup": True}],
+    )
+
+
 # ----------------------------------------------------------------------------------------------- the runner
 
 

@@ -131,3 +131,41 @@ def test_cli_tasks_and_run():
     bad = subprocess.run([sys.executable, "-m", "engine", "run", "nope"], capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_a_recorded_goto_is_saved_as_a_trace_and_replays_as_a_task(tmp_path):
+    from engine.tasks import TaskBook, task_from_trace
+    from engine.transcript import load_trace
+
+    with open_session(transcript_dir=tmp_path) as s:
+        assert s.navigator.goto("page_commission").ok
+        traces = sorted((tmp_path / "traces").glob("*.json"))
+        assert traces, "a successful goto leaves a trace"
+        trace = load_trace(traces[-1])
+        hops = [step for step in trace["steps"] if step.get("kind") == "action"]
+        assert hops[0]["precondition"] == {"page": "page_login"}
+        assert hops[-1]["success"] == {"page": "page_commission"}
+        task = task_from_trace(trace, "replay.commission")
+        assert [step.page for step in task.steps] == ["page_main", "page_reward", "page_commission"]
+        s.navigator.tasks = TaskBook([task])
+        s.sim.game.goto("page_dock")  # replays from wherever the game is
+        replay = s.navigator.run("replay.commission")
+        assert replay.ok, replay.text
+        assert s.sim.game.truth()["page"] == "page_commission"
+
+
+def test_a_failed_goto_leaves_an_error_bundle_with_frames_and_the_transcript_slice(tmp_path):
+    from engine.sim import Scenario
+
+    with open_session(transcript_dir=tmp_path) as s:
+        assert s.navigator.goto("page_main").ok
+        s.sim.game.faults.scenario = Scenario(popup_chain_p=1.0, popups=["GET_ITEMS_1", "GET_ITEMS_2"])
+        s.sim.game.show_popup("GET_ITEMS_1")
+        result = s.navigator.goto("page_reward")
+        assert not result.ok
+        bundle = Path(result.data["error_bundle"])
+        assert bundle.parent == tmp_path / "error_bundles"
+        assert list(bundle.glob("*.png")), "the last frames"
+        entries = [json.loads(line) for line in (bundle / "transcript.jsonl").read_text().splitlines()]
+        assert entries[0]["kind"] == "request" and entries[-1]["kind"] == "result"
+        assert json.loads((bundle / "result.json").read_text())["status"] == result.status
