@@ -169,49 +169,58 @@ class Navigator:
     def state(self) -> ToolResult:
         """Look at the screen now and relocalise the belief to it."""
         run = self._begin("state", "", self._timeout("state"), None)
-        try:
-            obs = self._look(run, expected=self.machine.page if self.machine.page != self.graph.unknown_page else None)
-        except DeviceError as exc:
-            return self._device_failure(run, exc)
-        except EngineError as exc:
-            return self._failure(run, exc.status, str(exc), None)
-        page = obs.page
-        text = f"on {page}" if page else "on an unknown screen"
-        if obs.popups:
-            text += f" with {', '.join(obs.popups)}"
-        return self._result(run, ok=page is not None, status="verified" if page else "unknown_screen", text=text,
-                            obs=obs, expected=None)
+
+        def work() -> ToolResult:
+            believed = self.machine.page
+            obs = self._look(run, expected=believed if believed != self.graph.unknown_page else None)
+            self.machine.relocalise(obs.page, obs.confidence)
+            text = f"on {obs.page}" if obs.page else "on an unknown screen"
+            if obs.popups:
+                text += f" with {', '.join(obs.popups)}"
+            return self._result(run, ok=obs.page is not None, status="verified" if obs.page else "unknown_screen",
+                                text=text, obs=obs, expected=None)
+
+        return self._guarded(run, work)
 
     def goto(self, page: str, *, cancel: threading.Event | None = None) -> ToolResult:
         """Navigate to `page` and prove it by observation."""
         run = self._begin("goto", page, self._timeout("goto"), cancel)
         if page not in self.graph.page_names or page == self.graph.unknown_page:
             return self._unknown_name(run, "page", page, self.graph.page_names)
-        try:
+
+        def work() -> ToolResult:
             obs = self._navigate(run, page)
-        except Cancelled as exc:
-            return self._failure(run, "cancelled", str(exc), self.last_observation)
-        except DeadlineExceeded as exc:
-            return self._failure(run, "timeout", str(exc), self.last_observation)
-        except DeviceError as exc:
-            return self._device_failure(run, exc)
-        except EngineError as exc:
-            return self._failure(run, exc.status, str(exc), self.last_observation)
-        return self._result(run, ok=True, status="verified", text=f"reached {page} in {run.hops} hop(s)",
-                            obs=obs, expected=page)
+            return self._result(run, ok=True, status="verified", text=f"reached {page} in {run.hops} hop(s)",
+                                obs=obs, expected=page)
+
+        return self._guarded(run, work)
 
     def run(self, name: str, *, cancel: threading.Event | None = None) -> ToolResult:
         """Run a named task from the task book (see engine/tasks.py)."""
+        from engine.tasks import TaskRunner
+
         names = self.tasks.names() if self.tasks is not None else []
         run = self._begin("run", name, self._timeout("run"), cancel)
         if name not in names:
             return self._unknown_name(run, "task", name, names)
-        task = self.tasks.get(name)
+
+        def work() -> ToolResult:
+            outcome = TaskRunner(self, run, self.tasks.get(name)).execute()
+            result = self._result(run, ok=outcome.ok, status=outcome.status, text=outcome.text,
+                                  obs=self.last_observation, expected=outcome.expected)
+            result.data["values"] = outcome.values
+            return result
+
         self.belief.believed_task = name
         try:
-            from engine.tasks import TaskRunner
+            return self._guarded(run, work)
+        finally:
+            self.belief.believed_task = None
 
-            outcome = TaskRunner(self, run, task).execute()
+    def _guarded(self, run: _Run, work: Callable[[], ToolResult]) -> ToolResult:
+        """Every way a goto or run can end, as a ToolResult: nothing escapes as an exception."""
+        try:
+            return work()
         except Cancelled as exc:
             return self._failure(run, "cancelled", str(exc), self.last_observation)
         except DeadlineExceeded as exc:
@@ -220,12 +229,6 @@ class Navigator:
             return self._device_failure(run, exc)
         except EngineError as exc:
             return self._failure(run, exc.status, str(exc), self.last_observation)
-        finally:
-            self.belief.believed_task = None
-        result = self._result(run, ok=outcome.ok, status=outcome.status, text=outcome.text,
-                              obs=self.last_observation, expected=outcome.expected)
-        result.data["values"] = outcome.values
-        return result
 
     def task_list(self) -> list[dict[str, str]]:
         return self.tasks.describe() if self.tasks is not None else []
