@@ -336,7 +336,7 @@ class Observer:
 
         popup_hits: list[tuple[Target, float]] = []
         if settled:
-            popup_hits = self._popups(frame, evidence, target.name)
+            popup_hits = self._popups(frame, evidence, target.name, strong_only=True)
         else:
             order = list(self.neighbours.get(expected, ())) if expected else []
             if not near:
@@ -364,11 +364,15 @@ class Observer:
             page, popups, confidence = self._escalate(frame, evidence)
         return self._finish(start, page, popups, evidence, ambiguous=ambiguous, confidence=confidence)
 
-    def _popups(self, frame: np.ndarray, evidence: list[Evidence], page: str | None) -> list[tuple[Target, float]]:
+    def _popups(
+        self, frame: np.ndarray, evidence: list[Evidence], page: str | None, strong_only: bool = False
+    ) -> list[tuple[Target, float]]:
         found_popups = []
         for popup in self.popups:
             if page is not None and popup.pages is not None and page not in popup.pages:
                 continue
+            if strong_only and not popup.strong:
+                continue  # it could not be reported over a strongly seen page anyway
             hit, score, found = popup.match(frame, None, self._latency)
             if hit:
                 evidence.extend(found)

@@ -123,8 +123,8 @@ class TemplateCheck:
         k = self.scale
         cx1, cy1, cx2, cy2 = self._coarse_window
         px, py = self._phase
-        window = np.ascontiguousarray(pyr.level(k, self._phase)[cy1:cy2, cx1:cx2])
-        result = cv2.matchTemplate(window, self._coarse[i], cv2.TM_CCOEFF_NORMED)
+        result = cv2.matchTemplate(pyr.level(k, self._phase)[cy1:cy2, cx1:cx2], self._coarse[i],
+                                   cv2.TM_CCOEFF_NORMED)
         _, coarse, _, (cx, cy) = cv2.minMaxLoc(result)
         # Back to full-scale coordinates relative to the search window.
         gx, gy = (cx1 + cx) * k + px - x1, (cy1 + cy) * k + py - y1

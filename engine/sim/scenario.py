@@ -38,6 +38,9 @@ class Scenario(BaseModel):
     )
     loading_min: float | None = Field(None, ge=0, description="Shortest loading screen after a hop (seconds).")
     loading_max: float | None = Field(None, ge=0, description="Longest loading screen after a hop (seconds).")
+    loading_p: Probability = Field(
+        1.0, ge=0, le=1, description="Chance a hop shows the scenario's loading screen (with loading_min/max)."
+    )
     black_frame_p: Probability = Field(0.0, ge=0, le=1, description="Chance a frame comes back black.")
     drop_tap_p: Probability = Field(0.0, ge=0, le=1, description="Chance a tap is lost.")
     unknown_p: Probability = Field(
@@ -106,7 +109,8 @@ class Faults:
             return allowance / 2
         low = s.loading_min if s.loading_min is not None else 0.0
         high = s.loading_max if s.loading_max is not None else low
-        return self.game_rng.uniform(low, high)
+        seconds = self.game_rng.uniform(low, high)  # always drawn, so loading_p never shifts the stream
+        return seconds if self._chance(self.game_rng, s.loading_p) else allowance / 2
 
     def after_hop(self) -> Literal["none", "crash", "unknown"]:
         crash = self._chance(self.game_rng, self.scenario.crash_p)
