@@ -79,7 +79,25 @@ def crop(image: np.ndarray, area: Area) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------- ALAS
 
 
-class AlasAssetPack:
+class _CachedPack:
+    """Loads each template once, on first use (answers, including "not there", are cached)."""
+
+    def _load(self, name: str) -> Template | None:  # pragma: no cover - each pack defines it
+        raise NotImplementedError
+
+    def get(self, name: str) -> Template | None:
+        cache = self.__dict__.setdefault("_cache", {})
+        lock = self.__dict__.setdefault("_lock", threading.Lock())
+        with lock:
+            if name in cache:
+                return cache[name]
+        template = self._load(name)
+        with lock:
+            cache[name] = template
+        return template
+
+
+class AlasAssetPack(_CachedPack):
     """Templates read straight from an ALAS checkout (see the module docstring for the layout)."""
 
     def __init__(self, root: str | Path, server: str, *, fallback: str | None = "cn") -> None:
@@ -89,8 +107,6 @@ class AlasAssetPack:
             raise ConfigError(f"no ALAS assets folder at {root}", file=str(root))
         self.server = server
         self.fallback = fallback if fallback != server else None
-        self._cache: dict[str, Template | None] = {}
-        self._lock = threading.Lock()
         self._bare: dict[str, list[str]] | None = None
 
     def _servers(self) -> list[str]:
@@ -114,15 +130,6 @@ class AlasAssetPack:
             self._bare = bare
         found = self._bare.get(name, [])
         return found[0] if len(found) == 1 else None
-
-    def get(self, name: str) -> Template | None:
-        with self._lock:
-            if name in self._cache:
-                return self._cache[name]
-        template = self._load(name)
-        with self._lock:
-            self._cache[name] = template
-        return template
 
     def _load(self, name: str) -> Template | None:
         if "/" not in name:
@@ -163,7 +170,7 @@ class AlasAssetPack:
 # --------------------------------------------------------------------------------------------------- ours
 
 
-class DirectoryAssetPack:
+class DirectoryAssetPack(_CachedPack):
     """Templates in the project's own layout (see the module docstring); written by ``write_template``."""
 
     def __init__(self, root: str | Path, server: str | None = None) -> None:
@@ -180,17 +187,6 @@ class DirectoryAssetPack:
             if self.index.get("format") != INDEX_FORMAT:
                 raise ConfigError(f"asset index format is not {INDEX_FORMAT}", file=str(index_path))
         self.server = server or self.index.get("server") or "default"
-        self._cache: dict[str, Template | None] = {}
-        self._lock = threading.Lock()
-
-    def get(self, name: str) -> Template | None:
-        with self._lock:
-            if name in self._cache:
-                return self._cache[name]
-        template = self._load(name)
-        with self._lock:
-            self._cache[name] = template
-        return template
 
     def _load(self, name: str) -> Template | None:
         _check_name(name)
