@@ -1,11 +1,10 @@
 """An unknown screen that back does not fix is resolved through the vision verifier: the REAL google-genai
-client against a local canned Gemini endpoint. Only a safe answer (a known popup or page) is acted on."""
+client against a local canned Gemini endpoint (tests/conftest.py FakeGemini). Only a safe answer (a known popup
+or page) is acted on."""
 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,37 +17,6 @@ from engine.sim import SyntheticAssets, start_embedded
 from verifiers.vision import VisionClient
 
 KEY = "nav-test-key-SECRET-42"
-
-
-class Gemini(BaseHTTPRequestHandler):
-    answer: dict = {}
-    calls: list = []
-
-    def do_POST(self):  # noqa: N802
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        type(self).calls.append(self.path)
-        text = json.dumps(type(self).answer)
-        body = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                                           "finishReason": "STOP"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def gemini():
-    Gemini.calls = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Gemini)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 class WithoutAsset:
@@ -65,16 +33,16 @@ class WithoutAsset:
 
 
 @pytest.fixture
-def rig(gemini):
+def rig(fake_gemini):
     graph = load_graph(server="en")
     assets = SyntheticAssets(graph)
     policies = load_policies()
-    vision = VisionClient(KEY, model="gemini-test", base_url=gemini, timeout_s=5)
+    vision = VisionClient(KEY, model="gemini-test", base_url=fake_gemini.url, timeout_s=5)
     with start_embedded(graph, assets=assets) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
         observer = Observer(graph, WithoutAsset(assets, graph.button("GET_ITEMS_1").asset))
         nav = Navigator(device, graph, observer, policies, vision=vision)
-        yield nav, sim.game
+        yield nav, sim.game, fake_gemini
         device.close()
     vision.close()
 
@@ -86,13 +54,13 @@ def _answer(**over):
 
 
 def test_vision_names_a_known_popup_and_the_navigator_dismisses_it(rig):
-    nav, game = rig
+    nav, game, gemini = rig
     assert nav.goto("page_main").ok
     game.show_popup("GET_ITEMS_1")
-    Gemini.answer = _answer(popup="GET_ITEMS_1", blocking_element="GET_ITEMS_1")
+    gemini.answer = _answer(popup="GET_ITEMS_1", blocking_element="GET_ITEMS_1")
     result = nav.goto("page_reward")
     assert result.ok, result.text
-    assert result.data["vision_calls"] == 1 and len(Gemini.calls) == 1
+    assert result.data["vision_calls"] == 1 and len(gemini.calls) == 1
     rungs = [e["rung"] for e in nav.last_steps if e["kind"] == "recover"]
     assert rungs[-1] == "vision" and rungs[0] == "back"
     truth = game.truth()
@@ -100,10 +68,10 @@ def test_vision_names_a_known_popup_and_the_navigator_dismisses_it(rig):
 
 
 def test_an_off_list_vision_answer_is_not_acted_on(rig):
-    nav, game = rig
+    nav, game, gemini = rig
     assert nav.goto("page_main").ok
     game.show_popup("GET_ITEMS_1")
-    Gemini.answer = _answer(popup="SOMETHING_ELSE")
+    gemini.answer = _answer(popup="SOMETHING_ELSE")
     taps_before = game.truth()["taps"]
     result = nav.goto("page_reward")
     assert not result.ok and result.status == "unknown_screen"

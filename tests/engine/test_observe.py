@@ -142,53 +142,20 @@ def test_popups_are_ordered_by_priority_then_definition(azurlane, sim_observer):
             assert defined.index(a.name) < defined.index(b.name)
 
 
-def _gemini(reply_text):
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    body = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": reply_text}]},
-                                       "finishReason": "STOP"}]}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
-
-
 @pytest.mark.parametrize("trusted", [True, False])
-def test_escalation_asks_vision_only_for_unexplained_frames(azurlane, trusted):
-    import json
-
+def test_escalation_asks_vision_only_for_unexplained_frames(azurlane, trusted, fake_gemini):
     from verifiers.vision import VisionClient
 
-    answer = {"page": "page_dock" if trusted else "page_nowhere", "popup": None, "blocking_element": None,
-              "ocr_text": None, "suggested_action": "retry", "confidence": 0.9}
-    httpd = _gemini(json.dumps(answer))
-    try:
-        client = VisionClient("k", model="m", base_url=f"http://127.0.0.1:{httpd.server_address[1]}", timeout_s=5)
-        observer = Observer(azurlane, SyntheticAssets(azurlane), vision=client)
-        noise = np.random.default_rng(5).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
-        assert observer.observe(noise).page is None  # no escalation asked: no vision
-        escalated = observer.observe(noise, escalate=True)
-        vision = [e for e in escalated.evidence if e.channel == "vision"]
-        assert len(vision) == 1 and "vision" in escalated.latency_ms
-        if trusted:
-            assert escalated.page == "page_dock" and vision[0].hit
-        else:
-            assert escalated.page is None and not vision[0].hit
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    fake_gemini.answer = {"page": "page_dock" if trusted else "page_nowhere", "popup": None,
+                          "blocking_element": None, "ocr_text": None, "suggested_action": "retry", "confidence": 0.9}
+    client = VisionClient("k", model="m", base_url=fake_gemini.url, timeout_s=5)
+    observer = Observer(azurlane, SyntheticAssets(azurlane), vision=client)
+    noise = np.random.default_rng(5).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+    assert observer.observe(noise).page is None  # no escalation asked: no vision
+    escalated = observer.observe(noise, escalate=True)
+    vision = [e for e in escalated.evidence if e.channel == "vision"]
+    assert len(vision) == 1 and "vision" in escalated.latency_ms
+    if trusted:
+        assert escalated.page == "page_dock" and vision[0].hit
+    else:
+        assert escalated.page is None and not vision[0].hit
