@@ -183,7 +183,9 @@ class Navigator:
         return self._guarded(run, work)
 
     def goto(self, page: str, *, cancel: threading.Event | None = None) -> ToolResult:
-        """Navigate to `page` and prove it by observation."""
+        """Navigate to `page` and prove it by observation (ALAS's `page_` prefix may be left out)."""
+        if page not in self.graph.page_names and f"page_{page}" in self.graph.page_names:
+            page = f"page_{page}"
         run = self._begin("goto", page, self._timeout("goto"), cancel)
         if page not in self.graph.page_names or page == self.graph.unknown_page:
             return self._unknown_name(run, "page", page, self.graph.page_names)

@@ -201,6 +201,13 @@ def test_an_unknown_page_name_suggests_the_closest(session_factory):
     assert s.sim.game.truth()["taps"] == 0  # nothing was done
 
 
+def test_the_page_prefix_may_be_left_out(session_factory):
+    s = session_factory()
+    result = s.navigator.goto("reward")
+    assert result.ok and result.data["target"] == "page_reward"
+    assert_claim_matches_truth(result, s.sim.game, "page_reward")
+
+
 def test_cancel_stops_at_the_next_hop_boundary(session_factory):
     s = session_factory()
     cancel = threading.Event()
