@@ -310,6 +310,8 @@ class Tools:
     def alas_goto(self, page: str, *, cancel: threading.Event | None = None) -> ToolResult:
         started = self._clock()
         names = [p for p in self.graph.page_names if p != self.graph.unknown_page]
+        if page not in names and f"page_{page}" in names:
+            page = f"page_{page}"  # ALAS's prefix may be left out, as on the command line
         if page not in names:
             return self._unknown("alas_goto", started, "page", page, names)
         if self.navigator is None:
