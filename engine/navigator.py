@@ -29,7 +29,7 @@ from engine.errors import DeviceError, EngineError, NavigationError, TransientDe
 from engine.machine import BeliefMachine
 from engine.results import Observation, ToolResult, Verdict
 from engine.routes import plan_route
-from engine.schema import Graph, KeyAction, Link, Popup, SwipeAction, TapAction, WaitAction
+from engine.schema import Graph, KeyAction, Link, SwipeAction, TapAction, WaitAction
 from engine.stuck import ClickRecord, ProgressWatchdog, RepeatDetector
 
 log = logging.getLogger(__name__)

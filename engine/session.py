@@ -78,7 +78,7 @@ def open_session(
     policies = load_policies(policies_file)
     closers: list = []
     sim = None
-    pack = _asset_pack(assets, server, graph)
+    pack = _asset_pack(assets, server)
     if serial is None:
         from engine.sim import start_embedded
 
@@ -120,7 +120,7 @@ def open_session(
                    assets=pack, transcript=transcript, sim=sim, _closers=closers)
 
 
-def _asset_pack(assets: str | Path | None, server: str, graph: Any) -> Any:
+def _asset_pack(assets: str | Path | None, server: str) -> Any:
     if assets is None:
         return None
     from engine.assetpacks import load_pack

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, ValidationError, model_validator
 
-from engine.errors import ConfigError, NavigationError
+from engine.errors import NavigationError
 from engine.schema import Model, Name, TapAction, KeyAction
 
 
@@ -152,8 +152,7 @@ def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
         for index, task in enumerate(parsed.tasks):
             if graph is not None:
                 for loc, message in _references(task, graph):
-                    line, col = locator(("tasks", index, *loc)) if callable(locator) else locator.locate(
-                        ("tasks", index, *loc))
+                    line, col = locator.locate(("tasks", index, *loc))
                     problems.append(_problem(str(file), line, col, f"task {task.name}: {message}"))
             tasks.append(task)
     names = [t.name for t in tasks]
