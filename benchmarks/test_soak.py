@@ -183,6 +183,7 @@ def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2) -> dict:
     per_hop_cpu_ms = [1000 * o["cpu_s"] / o["hops"] for o in outcomes if o["hops"]]
     return {
         "gotos": gotos,
+        "loading_p": loading_p,
         "success_rate": sum(o["ok"] for o in outcomes) / gotos,
         "false_successes": sum(o["false_success"] for o in outcomes),
         "failures": [(o["target"], o["status"]) for o in outcomes if not o["ok"]],
@@ -224,15 +225,20 @@ def _assert_reliable(stats: dict) -> None:
     assert stats["vision_escalation_rate"] <= 0.01
 
 
-@pytest.mark.soak
-def test_soak_random_gotos_under_chaos(benchmark, capsys):
-    """The issue's chaos: popups after 20% of hops and loading screens after 20% of hops, like other faults."""
-    stats = benchmark.pedantic(run_soak, args=(GOTOS,), rounds=1, iterations=1)
-    stats["loading_p"] = 0.2
+def _soak(benchmark, capsys, gotos: int, loading_p: float) -> dict:
+    """Run one soak under pytest-benchmark, print its numbers into the log and check the reliability targets."""
+    stats = benchmark.pedantic(run_soak, args=(gotos,), kwargs={"loading_p": loading_p}, rounds=1, iterations=1)
     benchmark.extra_info.update({k: v for k, v in stats.items() if k != "failures"})
     with capsys.disabled():  # the soak's numbers belong in the CI log
         _report(stats)
     _assert_reliable(stats)
+    return stats
+
+
+@pytest.mark.soak
+def test_soak_random_gotos_under_chaos(benchmark, capsys):
+    """The issue's chaos: popups after 20% of hops and loading screens after 20% of hops, like other faults."""
+    stats = _soak(benchmark, capsys, GOTOS, loading_p=0.2)
     assert stats["cpu_ms_per_hop_p50"] <= 5.0
 
 
@@ -241,11 +247,5 @@ def test_soak_with_a_loading_screen_after_every_hop(benchmark, capsys):
     """The harsh variant: every hop shows a loading screen (0.2-1.5 s). Each costs one more full observation
     (the first look at the loading frame: the expected page, its neighbours and every popup are checked before it
     counts as loading), so CPU per hop is higher; the bound here guards against regressions."""
-    stats = benchmark.pedantic(run_soak, args=(max(GOTOS // 2, 20),), kwargs={"loading_p": 1.0}, rounds=1,
-                               iterations=1)
-    stats["loading_p"] = 1.0
-    benchmark.extra_info.update({k: v for k, v in stats.items() if k != "failures"})
-    with capsys.disabled():  # the soak's numbers belong in the CI log
-        _report(stats)
-    _assert_reliable(stats)
+    stats = _soak(benchmark, capsys, max(GOTOS // 2, 20), loading_p=1.0)
     assert stats["cpu_ms_per_hop_p50"] <= 15.0
