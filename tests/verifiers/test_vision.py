@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -18,43 +16,10 @@ PAGES = ["page_main", "page_commission"]
 POPUPS = ["GET_ITEMS_1"]
 
 
-class Canned(BaseHTTPRequestHandler):
-    reply: object = None
-    delay = 0.0
-    requests: list = []
-
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        type(self).requests.append((self.path, dict(self.headers), body))
-        if self.delay:
-            time.sleep(self.delay)
-        reply = type(self).reply
-        text = reply if isinstance(reply, str) else json.dumps(reply)
-        payload = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                                              "finishReason": "STOP"}]}).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def server():
-    Canned.reply, Canned.delay, Canned.requests = None, 0.0, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Canned)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+def server(fake_gemini):
+    """The shared local Gemini stand-in (tests/conftest.py): set .answer and .delay, read .calls."""
+    return fake_gemini
 
 
 @pytest.fixture
@@ -75,12 +40,12 @@ def _client(url, **kw):
 
 
 def test_a_valid_answer_is_parsed_and_sent_with_schema_and_image(server, frame):
-    Canned.reply = _answer(popup="GET_ITEMS_1")
-    client = _client(server)
+    server.answer = _answer(popup="GET_ITEMS_1")
+    client = _client(server.url)
     answer = client.classify(frame, PAGES, POPUPS)
     assert (answer.page, answer.popup, answer.suggested_action) == ("page_main", "GET_ITEMS_1", "retry")
     assert answer.evidence().channel == "vision" and answer.evidence().hit
-    path, headers, body = Canned.requests[0]
+    path, body = server.calls[0]
     assert path.endswith("/models/gemini-test:generateContent")
     request = json.loads(body)
     config = request["generationConfig"]
@@ -92,15 +57,15 @@ def test_a_valid_answer_is_parsed_and_sent_with_schema_and_image(server, frame):
 
 
 def test_answers_are_cached_by_frame(server, frame):
-    Canned.reply = _answer()
-    client = _client(server)
+    server.answer = _answer()
+    client = _client(server.url)
     client.classify(frame, PAGES, POPUPS)
     again = client.classify(frame.copy(), PAGES, POPUPS)
-    assert again.cached and len(Canned.requests) == 1
+    assert again.cached and len(server.calls) == 1
     other = frame.copy()
     other[0, 0] ^= 255
     client.classify(other, PAGES, POPUPS)
-    assert len(Canned.requests) == 2
+    assert len(server.calls) == 2
 
 
 @pytest.mark.parametrize(
@@ -116,8 +81,8 @@ def test_answers_are_cached_by_frame(server, frame):
     ],
 )
 def test_untrustworthy_answers_are_structured_errors(server, frame, reply, reason, caplog):
-    Canned.reply = reply
-    client = _client(server)
+    server.answer = reply
+    client = _client(server.url)
     with caplog.at_level(logging.DEBUG), pytest.raises(VisionError) as info:
         client.classify(frame, PAGES, POPUPS)
     assert info.value.reason == reason
@@ -127,8 +92,8 @@ def test_untrustworthy_answers_are_structured_errors(server, frame, reply, reaso
 
 
 def test_a_slow_model_times_out_within_the_bound(server, frame, caplog):
-    Canned.reply, Canned.delay = _answer(), 3.0
-    client = _client(server, timeout_s=0.5)
+    server.answer, server.delay = _answer(), 3.0
+    client = _client(server.url, timeout_s=0.5)
     start = time.monotonic()
     with caplog.at_level(logging.DEBUG), pytest.raises(VisionError) as info:
         client.classify(frame, PAGES, POPUPS)
