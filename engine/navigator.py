@@ -108,6 +108,13 @@ def _same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and np.array_equal(a[::16, ::16], b[::16, ::16]) and np.array_equal(a, b)
 
 
+def canonical_page(graph: Graph, name: str) -> str:
+    """`name` as the graph spells it: ALAS's `page_` prefix may be left out (`commission` = `page_commission`)."""
+    if name not in graph.page_names and f"page_{name}" in graph.page_names:
+        return f"page_{name}"
+    return name
+
+
 def closest(name: str, candidates: list[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(name, candidates, n=n, cutoff=0.4)
 
@@ -184,8 +191,7 @@ class Navigator:
 
     def goto(self, page: str, *, cancel: threading.Event | None = None) -> ToolResult:
         """Navigate to `page` and prove it by observation (ALAS's `page_` prefix may be left out)."""
-        if page not in self.graph.page_names and f"page_{page}" in self.graph.page_names:
-            page = f"page_{page}"
+        page = canonical_page(self.graph, page)
         run = self._begin("goto", page, self._timeout("goto"), cancel)
         if page not in self.graph.page_names or page == self.graph.unknown_page:
             return self._unknown_name(run, "page", page, self.graph.page_names)

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from engine.errors import DeviceError, EngineError
+from engine.navigator import canonical_page
 from engine.results import Observation, ToolResult
 
 log = logging.getLogger(__name__)
@@ -310,8 +311,7 @@ class Tools:
     def alas_goto(self, page: str, *, cancel: threading.Event | None = None) -> ToolResult:
         started = self._clock()
         names = [p for p in self.graph.page_names if p != self.graph.unknown_page]
-        if page not in names and f"page_{page}" in names:
-            page = f"page_{page}"  # ALAS's prefix may be left out, as on the command line
+        page = canonical_page(self.graph, page)
         if page not in names:
             return self._unknown("alas_goto", started, "page", page, names)
         if self.navigator is None:
