@@ -12,7 +12,6 @@ engine.schema.BUILTIN_DEFAULTS).
 
 from __future__ import annotations
 
-import difflib
 import logging
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine import errors
 from engine.errors import ConfigError
+from engine.results import closest
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def error_class(name: str) -> type[BaseException]:
     if isinstance(candidate, type) and issubclass(candidate, BaseException):
         return candidate
     known = [n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)]
-    close = difflib.get_close_matches(name, known, n=1)
+    close = closest(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known))}"
     raise ValueError(f"{name!r} is not an error class of engine.errors{hint}")
 
@@ -178,7 +178,7 @@ class Policies:
         try:
             return self._policies[name]
         except KeyError:
-            close = difflib.get_close_matches(name, self._policies, n=1)
+            close = closest(name, self._policies, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(self.names)}"
             raise ConfigError(f"unknown policy {name!r}{hint}", file=self.source) from None
 

@@ -3,42 +3,20 @@
 A link's cost is its effective ``link_cost`` (link beats page beats graph beats built-in, see
 ``Graph.settings``). Ties are broken deterministically: fewer hops first, then the alphabetically smaller sequence
 of pages, then the link declared first; so the same graph always yields the same route, whatever order its files
-were merged in.
+were merged in. Two more questions about the graph's shape live here: what a page name means (``canonical_page``)
+and which buttons lead home from many pages (``home_buttons``, the recovery ladder's second rung).
 """
 
 from __future__ import annotations
 
-import difflib
 import heapq
 import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from engine.errors import NavigationError
-from engine.schema import Graph, Link
-
-
-class UnknownPage(NavigationError):
-    """A page name that is not in the graph; ``suggestions`` holds the closest real names."""
-
-    status = "unknown_page"
-
-    def __init__(self, page: str, suggestions: list[str]) -> None:
-        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-        super().__init__(f"unknown page {page!r}{hint}", page=page, suggestions=suggestions or None)
-        self.page = page
-        self.suggestions = suggestions
-
-
-class NoRoute(NavigationError):
-    """Both pages exist, but no chain of links leads from `src` to `dst`."""
-
-    status = "no_route"
-
-    def __init__(self, src: str, dst: str) -> None:
-        super().__init__(f"no route from {src!r} to {dst!r}", src=src, dst=dst)
-        self.src = src
-        self.dst = dst
+from engine.errors import NoRoute, UnknownPage
+from engine.results import closest
+from engine.schema import Graph, Link, TapAction
 
 
 class Hop(NamedTuple):
@@ -140,7 +118,7 @@ def _adjacency(graph: Graph) -> _Adjacency:
 
 def _require(adjacency: _Adjacency, name: str) -> None:
     if name not in adjacency.names:
-        raise UnknownPage(name, difflib.get_close_matches(name, sorted(adjacency.names), n=3, cutoff=0.5))
+        raise UnknownPage(name, closest(name, sorted(adjacency.names)))
 
 
 def neighbours(graph: Graph, page: str) -> list[Hop]:
@@ -199,3 +177,22 @@ def plan_route(graph: Graph, src: str, dst: str) -> Route:
         hops_back.append(hop)
         page = hop.from_page
     return Route(src, dst, tuple(reversed(hops_back)))
+
+def canonical_page(graph: Graph, name: str) -> str:
+    """`name` as the graph spells it: ALAS's `page_` prefix may be left out (`commission` = `page_commission`)."""
+    if name not in graph.page_names and f"page_{name}" in graph.page_names:
+        return f"page_{name}"
+    return name
+
+
+def home_buttons(graph: Graph) -> list[str]:
+    """Buttons that lead to the main page from at least three pages (ALAS's GOTO_MAIN): the ladder's second rung."""
+    start = graph.start_page
+    main = next((link.to for link in graph.page(start).links), None) if start else None
+    main = main or graph.pages[0].name
+    counts: dict[str, int] = {}
+    for page in graph.pages:
+        for link in page.links:
+            if isinstance(link.action, TapAction) and link.action.button and link.to in (graph.pages[0].name, main):
+                counts[link.action.button] = counts.get(link.action.button, 0) + 1
+    return [b for b, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n >= 3]

@@ -12,7 +12,6 @@ everything at once; ``load_yaml`` is the strict form and raises ``YamlError`` (a
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -21,7 +20,8 @@ import pydantic
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from engine.errors import ConfigError
+from engine.errors import YamlError
+from engine.results import closest
 
 LocPath = tuple[str | int, ...]
 """A location in the data: mapping keys and sequence indexes from the document root."""
@@ -57,17 +57,6 @@ class Problem:
             "severity": self.severity,
         }
 
-
-class YamlError(ConfigError):
-    """A YAML file could not be read cleanly; ``problems`` lists every Problem found in it."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        first = problems[0]
-        super().__init__(first.message, file=first.file, line=first.line, col=first.col)
-        self.problems = problems
-
-    def __str__(self) -> str:
-        return "\n".join(str(p) for p in self.problems)
 
 
 @dataclass
@@ -338,6 +327,19 @@ def _union_kind(path: LocPath) -> str:
     return last or "value"
 
 
+_EXPECTED = {
+    **dict.fromkeys(("float_parsing", "float_type"), "a number"),
+    **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "a whole number"),
+    **dict.fromkeys(("bool_parsing", "bool_type"), "true or false"),
+    "string_type": "text",
+    **dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), "a mapping of fields"),
+}
+"""pydantic error types whose message is just "expected <this>, got <the value>"."""
+
+_COMPARISONS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+"""pydantic's bound-check error types and the operator each one failed."""
+
+
 def _message(err: dict[str, Any], resolved: _Resolved) -> str:
     kind = err["type"]
     value = err.get("input")
@@ -355,18 +357,10 @@ def _message(err: dict[str, Any], resolved: _Resolved) -> str:
         return f"unknown {_union_kind(resolved.path)} type {ctx.get('tag')!r} (expected {expected})"
     if kind == "union_tag_not_found":
         return f"missing field 'type' of this {_union_kind(resolved.path)}"
-    if kind in ("float_parsing", "float_type"):
-        return f"expected a number, got {_show(value)}"
-    if kind in ("int_parsing", "int_type", "int_from_float"):
-        return f"expected a whole number, got {_show(value)}"
-    if kind in ("bool_parsing", "bool_type"):
-        return f"expected true or false, got {_show(value)}"
-    if kind == "string_type":
-        return f"expected text, got {_show(value)}"
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {_show(value)}"
     if kind in ("list_type", "tuple_type"):
         return f"expected {shape or 'a list'}, got {_show(value)}"
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"expected a mapping of fields, got {_show(value)}"
     if kind == "string_pattern_mismatch":
         return f"{_show(value)} is not a valid name (letters, digits, '_', '.', '-'; not starting with a digit)"
     if kind == "literal_error":
@@ -377,10 +371,9 @@ def _message(err: dict[str, Any], resolved: _Resolved) -> str:
         bound = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
         word = "at least" if kind == "too_short" else "at most"
         return f"needs {word} {bound} item(s), got {ctx.get('actual_length')}"
-    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
+    if kind in _COMPARISONS:
         bound = next(iter(ctx.values()), "?")
-        return f"must be {op} {bound}, got {_show(value)}"
+        return f"must be {_COMPARISONS[kind]} {bound}, got {_show(value)}"
     if kind in ("value_error", "assertion_error"):
         msg = str(err.get("msg", ""))
         for prefix in ("Value error, ", "Assertion failed, "):
@@ -431,7 +424,7 @@ def problems_from_validation_error(
     for resolved, err in chosen:
         message = _message(err, resolved)
         if err["type"] == "extra_forbidden" and known and resolved.path and isinstance(resolved.path[-1], str):
-            close = difflib.get_close_matches(str(resolved.path[-1]), known, n=1)
+            close = closest(str(resolved.path[-1]), known, n=1)
             if close:
                 message += f" (did you mean {close[0]!r}?)"
         if (resolved.path, message) in seen:

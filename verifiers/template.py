@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from engine.assets import AssetPack
-from engine.errors import VerificationError
+from engine.errors import MissingAsset
 from engine.results import Evidence
 from engine.schema import Graph, Page, TemplateSignature
 from verifiers.common import clip, field as sig_field, pyramid, signature_name
@@ -36,10 +36,6 @@ COARSE_SLACK = 0.35
 """How far below the threshold a coarse score may be and still be refined at full scale."""
 REFINE = 3
 """Full-scale pixels searched around the coarse best on each side."""
-
-
-class MissingAsset(VerificationError):
-    """The asset pack has no template for a signature, so that signature cannot be checked."""
 
 
 @dataclass(eq=False)

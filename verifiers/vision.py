@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import cv2
 import numpy as np
 
-from engine.errors import VerificationError
+from engine.errors import VisionError
 from engine.results import SUGGESTED_ACTIONS, Evidence
 
 log = logging.getLogger(__name__)
@@ -45,14 +45,6 @@ blocking_element: a short description of whatever covers the screen, or null.
 ocr_text: the most prominent text you can read, or null.
 suggested_action: one of {actions}.
 confidence: 0 to 1, how sure you are of page and popup."""
-
-
-class VisionError(VerificationError):
-    """The vision model could not be asked, or its answer cannot be trusted (see `reason`)."""
-
-    def __init__(self, message: str, *, reason: str, **context: object) -> None:
-        super().__init__(message, reason=reason, **context)
-        self.reason = reason
 
 
 @dataclass(frozen=True)
