@@ -6,7 +6,6 @@ colours, so the observer never names a page or popup on colour alone when a temp
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import cv2
@@ -14,11 +13,11 @@ import numpy as np
 
 from engine.results import Evidence
 from engine.schema import ColorSignature, Graph, Page
-from verifiers.common import clip, field, signature_name
+from verifiers.common import TimedCheck, clip, field, signature_name
 
 
 @dataclass(frozen=True, eq=False)
-class ColorCheck:
+class ColorCheck(TimedCheck):
     """A colour signature compiled once: clipped area, expected BGR, tolerance."""
 
     name: str
@@ -29,21 +28,13 @@ class ColorCheck:
     cost = 0
     strong = False
 
-    def verify(self, frame: np.ndarray) -> Evidence:
-        start = time.perf_counter()
+    def measure(self, frame: np.ndarray) -> tuple[bool, float, None]:
         x1, y1, x2, y2 = self.area
         if x2 <= x1 or y2 <= y1:
-            return Evidence("color", self.name, False, 0.0, box=self.area)
+            return False, 0.0, None
         b, g, r, _ = cv2.mean(frame[y1:y2, x1:x2])
         diff = max(abs(b - self.bgr[0]), abs(g - self.bgr[1]), abs(r - self.bgr[2]))
-        return Evidence(
-            "color",
-            self.name,
-            diff <= self.tolerance,
-            1.0 - diff / 255.0,
-            box=self.area,
-            latency_ms=(time.perf_counter() - start) * 1000.0,
-        )
+        return diff <= self.tolerance, 1.0 - diff / 255.0, None
 
 
 def compile_color(signature: ColorSignature, graph: Graph, page: Page | None = None) -> ColorCheck:

@@ -1,9 +1,11 @@
-"""What every verifier shares: resolving a signature through the graph's buttons, clipping areas, naming."""
+"""What every verifier shares: resolving a signature through the graph's buttons, clipping areas, naming, timing."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from engine.results import Evidence
 from engine.schema import Graph, Page
 
 
@@ -43,6 +45,27 @@ def clip(area: tuple[int, int, int, int], resolution: tuple[int, int]) -> tuple[
 
 def settings(graph: Graph, page: Page | None):
     return graph.settings(page)
+
+
+class TimedCheck:
+    """Base of a compiled signature: ``verify`` times ``measure`` and reports the outcome as this check's Evidence.
+
+    A subclass sets ``name``, ``area`` and ``channel`` and defines ``measure(frame) -> (hit, score, text)``, where
+    text is what the check read (None when it reads none).
+    """
+
+    def verify(self, frame: Any) -> Evidence:
+        start = time.perf_counter()
+        hit, score, text = self.measure(frame)
+        return Evidence(
+            self.channel,
+            self.name,
+            hit,
+            score,
+            box=self.area,
+            latency_ms=(time.perf_counter() - start) * 1000.0,
+            text=text,
+        )
 
 
 class Pyramid:

@@ -18,7 +18,7 @@ import numpy as np
 from engine.errors import VerificationError
 from engine.results import Evidence
 from engine.schema import Graph, OcrSignature, Page
-from verifiers.common import clip, plain, signature_name
+from verifiers.common import TimedCheck, clip, plain, signature_name
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def find_text(frame: np.ndarray, area=None, min_confidence: float = 0.5) -> list
 
 
 @dataclass(frozen=True, eq=False)
-class OcrCheck:
+class OcrCheck(TimedCheck):
     """An OCR signature compiled once: area, compiled pattern, threshold."""
 
     name: str
@@ -123,20 +123,10 @@ class OcrCheck:
     cost = 2
     strong = True
 
-    def verify(self, frame: np.ndarray) -> Evidence:
-        start = time.perf_counter()
+    def measure(self, frame: np.ndarray) -> tuple[bool, float, str]:
         text, confidence = read_text(frame, self.area)
-        found = normalise(text)
-        hit = confidence >= self.threshold and self.pattern.search(found) is not None
-        return Evidence(
-            "ocr",
-            self.name,
-            hit,
-            confidence,
-            box=self.area,
-            latency_ms=(time.perf_counter() - start) * 1000.0,
-            text=text,
-        )
+        hit = confidence >= self.threshold and self.pattern.search(normalise(text)) is not None
+        return hit, confidence, text
 
 
 def compile_ocr(signature: OcrSignature, graph: Graph, page: Page | None = None) -> OcrCheck:
