@@ -29,7 +29,7 @@ GRAPH = Graph.model_validate(
             {"name": "page_b", "links": [{"to": "page_main", "action": {"type": "key", "key": "back"}}]},
         ],
     }
-)
+).resolve()
 
 
 def _serve(scenario: Scenario | None = None):

@@ -1,73 +1,71 @@
-"""CLI mode: one tool call per invocation (``python -m engine cli --goto page_commission``), the same ToolResult
-the MCP server answers, printed as a short human form or as JSON; exit code 0 only when it is ok.
+"""The command line's one door to the device: every command that touches it (goto, state, run, health,
+screenshot, tap, swipe, and ``cli --...``) calls one tool of engine.tools, with the same bounds as MCP, and
+prints the ToolResult the same way.
 
-Exit codes follow engine/__main__.py: 0 ok, 1 the tool ran but did not succeed (not verified, timeout, device
-unhealthy), 2 bad input (off-screen point, unknown page or task), 3 not implemented yet.
+Exit codes, for every command: 0 ok, 1 the tool ran but did not succeed (not verified, timeout, device
+unhealthy), 2 bad input (an unknown page or task, an off-screen point, a wrong graph, server or path), 3 not
+implemented. Results go to stdout (short and human, or the whole ToolResult with ``--json``); progress and logs
+go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from engine.results import ToolResult
-from engine.tools import ImageResult, Tools
+from engine.errors import ConfigError
+from engine.results import ToolResult, make_result
+from engine.tools import Tools
 
-log = logging.getLogger(__name__)
+BAD_INPUT = ("bad_argument", "unknown_page", "unknown_task", "config_error")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
-BAD_INPUT = ("bad_argument", "unknown_page", "unknown_task")
 
-
-def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that say which device, game and simulator a session opens (shared by cli and serve)."""
+def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = True) -> None:
+    """The options that say which device, game and simulator a session opens (every device command has them)."""
     group = parser.add_argument_group("session")
     group.add_argument("--serial", default=os.environ.get("ENGINE_SERIAL"),
                        help="ADB serial of the phone or emulator (default: $ENGINE_SERIAL, else the embedded "
                             "simulator)")
+    group.add_argument("--adb-host", help="ADB server host (default: ANDROID_ADB_SERVER_HOST or 127.0.0.1)")
+    group.add_argument("--adb-port", type=int, help="ADB server port (default: ANDROID_ADB_SERVER_PORT or 5037)")
     group.add_argument("--graph", default=os.environ.get("ENGINE_GRAPH"),
                        help="page graph folder (default: the shipped Azur Lane graph)")
-    group.add_argument("--server", default="en", help="game server whose per-server values apply (default en)")
+    group.add_argument("--server", default=os.environ.get("ENGINE_SERVER"),
+                       help="game server whose per-server values apply (default: the graph's first server)")
     group.add_argument("--assets", default=os.environ.get("ENGINE_ASSETS"),
                        help="asset pack folder (ALAS layout or ours); the simulator draws its own without one")
+    group.add_argument("--policies", help="policy file whose policies replace the shipped ones of the same name")
     group.add_argument("--scenario", default=os.environ.get("ENGINE_SCENARIO"),
                        help="simulator fault scenario YAML (embedded simulator only; default: $ENGINE_SCENARIO)")
     group.add_argument("--seed", type=int, default=None, help="simulator seed")
-    group.add_argument("--transcript", default=os.environ.get("ENGINE_TRANSCRIPT_DIR"),
+    group.add_argument("--transcript", default=os.environ.get("ENGINE_TRANSCRIPT_DIR"), metavar="DIR",
                        help="folder for the JSONL transcript, traces and error bundles "
                             "(default: $ENGINE_TRANSCRIPT_DIR, else none)")
+    if results:
+        parser.add_argument("--json", action="store_true", help="print the whole ToolResult as JSON")
 
 
-def open_tools(args: argparse.Namespace) -> tuple[Tools, Callable[[], None]]:
-    """Open a session from the parsed session options and wrap it in Tools; returns (tools, close)."""
+def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]], None] | None = None
+               ) -> tuple[Tools, Callable[[], None]]:
+    """Open a session from the parsed session options; returns its tools and the session's close."""
     from engine.session import open_session
 
-    scenario: Any = None
-    if args.scenario:
-        from engine.sim.scenario import Scenario
-
-        scenario = Scenario.from_file(args.scenario)
     session = open_session(
-        args.serial,
-        graph_dir=args.graph,
-        server=args.server,
-        assets=args.assets,
-        scenario=scenario,
-        seed=args.seed,
-        transcript_dir=args.transcript,
+        args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
+        seed=args.seed, transcript_dir=args.transcript, policies_file=args.policies, adb_host=args.adb_host,
+        adb_port=args.adb_port,
     )
-    try:
-        tools = Tools.from_session(session)
-    except BaseException:
-        session.close()
-        raise
-    return tools, session.close
+    session.tools.on_event = on_event
+    return session.tools, session.close
 
 
 def exit_code(result: ToolResult) -> int:
+    """0 ok, 1 ran but did not succeed, 2 bad input, 3 not implemented."""
     if result.ok:
         return 0
     if result.status in BAD_INPUT:
@@ -86,6 +84,10 @@ def human(result: ToolResult) -> str:
         seen = obs.get("page") or "unknown screen"
         extra = f", popups: {', '.join(obs['popups'])}" if obs.get("popups") else ""
         lines.append(f"  observed: {seen} (confidence {obs.get('confidence', 0):.2f}{extra})")
+    if data.get("expected") is not None and not result.ok:
+        lines.append(f"  expected: {data['expected']}")
+    for key, value in (data.get("values") or {}).items():
+        lines.append(f"  {key}: {value}")
     for task in data.get("tasks") or []:
         lines.append(f"  {task.get('name')}: {task.get('description', '')}".rstrip(": "))
     health = data.get("health")
@@ -101,8 +103,76 @@ def human(result: ToolResult) -> str:
     return "\n".join(lines)
 
 
+def emit(result: ToolResult, as_json: bool, out: TextIO) -> int:
+    """Print `result` (human or JSON) and return its exit code."""
+    out.write((json.dumps(result.to_dict(), ensure_ascii=False, default=str) if as_json else human(result)) + "\n")
+    out.flush()
+    return exit_code(result)
+
+
+def progress(kind: str, entry: dict[str, Any]) -> None:
+    """One stderr line per hop, dismissal and recovery rung, while a navigation runs."""
+    if kind == "action" and "hop" in entry:
+        print(f"hop {entry.get('hop')}: {entry.get('source')} -> {entry.get('to')}", file=sys.stderr)
+    elif kind == "dismiss":
+        print(f"  dismissing {entry.get('popup')}", file=sys.stderr)
+    elif kind == "recover":
+        print(f"  unknown screen: trying {entry.get('rung')}", file=sys.stderr)
+
+
+def check_image_path(path: str) -> Path:
+    """Refuse (ConfigError, exit 2) an image path whose type we cannot write or whose folder cannot be made."""
+    out = Path(path)
+    if out.suffix.lower() not in IMAGE_SUFFIXES:
+        raise ConfigError(f"{out}: the file name must end in {', '.join(IMAGE_SUFFIXES)}")
+    return out
+
+
+def save_image(result: ToolResult, path: Path) -> None:
+    """Write a screenshot result's frame to `path` (PNG bytes as they are; other types re-encoded)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".png":
+            path.write_bytes(result.png)
+        else:
+            import cv2
+            import numpy as np
+
+            frame = cv2.imdecode(np.frombuffer(result.png, np.uint8), cv2.IMREAD_COLOR)
+            if not cv2.imwrite(str(path), frame):
+                raise OSError(f"cannot encode {path.suffix}")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+    result.data["path"] = str(path)
+    result.text += f", saved to {path}"
+
+
+def call_tool(args: argparse.Namespace, name: str, arguments: dict[str, Any], out: TextIO | None = None, *,
+              image: Path | None = None, tools: Tools | None = None) -> int:
+    """Open a session (unless `tools` is given), call one tool, print its result; the exit code says how it went."""
+    close: Callable[[], None] = lambda: None
+    if tools is None:
+        tools, close = open_tools(args, on_event=progress)
+    try:
+        result = tools.call(name, arguments)
+        if image is not None and result.png:
+            save_image(result, image)
+    finally:
+        close()
+    return emit(result, args.json, out or sys.stdout)
+
+
+def swipe(args: argparse.Namespace) -> int:
+    """``python -m engine swipe X1 Y1 X2 Y2 [MS]``."""
+    try:
+        arguments = swipe_arguments(args.numbers)
+    except ValueError as exc:
+        return emit(make_result("adb_swipe", ok=False, status="bad_argument", text=str(exc)), args.json, sys.stdout)
+    return call_tool(args, "adb_swipe", arguments)
+
+
 def request(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    """The tool call the flags ask for."""
+    """The tool call ``cli``'s flags ask for."""
     if args.health:
         return "adb_health", {}
     if args.screenshot:
@@ -112,10 +182,7 @@ def request(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if args.tap:
         return "adb_tap", {"x": args.tap[0], "y": args.tap[1]}
     if args.swipe:
-        if len(args.swipe) not in (4, 5):
-            raise ValueError(f"--swipe takes X1 Y1 X2 Y2 [MS], not {len(args.swipe)} numbers")
-        x1, y1, x2, y2, *ms = args.swipe
-        return "adb_swipe", {"x1": x1, "y1": y1, "x2": x2, "y2": y2, **({"duration_ms": ms[0]} if ms else {})}
+        return "adb_swipe", swipe_arguments(args.swipe)
     if args.goto:
         return "alas_goto", {"page": args.goto}
     if args.run:
@@ -123,33 +190,19 @@ def request(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     return "alas_tools", {}
 
 
+def swipe_arguments(numbers: list[int]) -> dict[str, int]:
+    """``X1 Y1 X2 Y2 [MS]`` as adb_swipe's arguments (ValueError for another count)."""
+    if len(numbers) not in (4, 5):
+        raise ValueError(f"a swipe takes X1 Y1 X2 Y2 [MS], not {len(numbers)} numbers")
+    x1, y1, x2, y2, *ms = numbers
+    return {"x1": x1, "y1": y1, "x2": x2, "y2": y2, **({"duration_ms": ms[0]} if ms else {})}
+
+
 def run_cli(args: argparse.Namespace, out: TextIO, tools: Tools | None = None) -> int:
-    """Run the one tool the flags name and print its result to `out`; the exit code says whether it is ok."""
+    """``python -m engine cli --FLAG``: run the one tool the flags name and print its result."""
     try:
         name, arguments = request(args)
-    except ValueError as exc:
-        return _print(ToolResult(False, "bad_argument", str(exc), {"tool": "adb_swipe"}), args, out)
-    close: Callable[[], None] = lambda: None
-    if tools is None:
-        tools, close = open_tools(args)
-    try:
-        result = tools.call(name, arguments)
-        if isinstance(result, ImageResult) and args.screenshot and result.png:
-            path = Path(args.screenshot)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(result.png)
-            result.data["path"] = str(path)
-            result.text += f", saved to {path}"
-    finally:
-        tools.close()
-        close()
-    return _print(result, args, out)
-
-
-def _print(result: ToolResult, args: argparse.Namespace, out: TextIO) -> int:
-    if args.json:
-        out.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str) + "\n")
-    else:
-        out.write(human(result) + "\n")
-    out.flush()
-    return exit_code(result)
+    except ValueError as exc:  # arguments no tool would take: the same result a tool gives for them
+        return emit(make_result("adb_swipe", ok=False, status="bad_argument", text=str(exc)), args.json, out)
+    image = check_image_path(args.screenshot) if args.screenshot else None
+    return call_tool(args, name, arguments, out, image=image, tools=tools)

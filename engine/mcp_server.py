@@ -6,9 +6,11 @@ The tools layer bounds every call; ``anyio.fail_after`` (bound plus a grace) is 
 cancels a call or its request times out (the SDK then sends ``notifications/cancelled``), the handler's scope is
 cancelled and the tool's cancel Event is set: the navigation stops at its next hop boundary.
 
-Every result is a ToolResult: its JSON as text content and as structured content, a screenshot also as image
-content, and ``isError`` when it is not ok. Bad arguments (wrong types, missing fields) are rejected by the
-SDK's argument validation with a structured error before any tool runs.
+Every result is the ToolResult engine.tools made, passed through unchanged: its JSON as text content and as
+structured content (every tool declares the ToolResult's JSON Schema as its ``outputSchema``), a screenshot also
+as image content, and ``isError`` when it is not ok. Bad arguments (wrong types, missing fields) are rejected by
+the SDK's argument validation and come back as the tools' ``bad_argument`` result before any tool runs.
+Instructions, descriptions and examples name the loaded graph's game, pages and tasks.
 
 stdout carries only JSON-RPC: logging goes to stderr (configured by ``python -m engine`` before anything logs),
 ``print`` in library code lands on stderr (``sys.stdout`` is stderr while the session opens, and the SDK's stdio
@@ -34,8 +36,8 @@ from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from engine import __version__
-from engine.results import ToolResult
-from engine.tools import SPECS, ImageResult, Tools, closest, suggested_action
+from engine.results import ToolResult, tool_result_model
+from engine.tools import SPECS, Tools
 
 log = logging.getLogger(__name__)
 
@@ -43,19 +45,23 @@ GRACE_S = 0.5
 """How far past a tool's bound the server's own belt may let a call run before answering timeout itself."""
 
 INSTRUCTIONS = """\
-Drives the game Azur Lane (or any game described by a YAML page graph) on an Android device over ADB.
-Every tool answers {ok, status, text, data}; data carries the observation of the screen after the action,
+Drives the game {game} (described by a YAML page graph) on an Android device over ADB.
+Every tool answers {{ok, status, text, data}}; data carries the observation of the screen after the action,
 the evidence for it, and screenshot_analysis.suggested_action when something went wrong (one of retry,
 dismiss_popup_then_retry, use_vision, reconnect, restart_app, human). Prefer alas_goto and alas_run (they
-verify every step by looking) over raw adb_tap/adb_swipe. alas_tools lists the tasks alas_run knows
-(login is one). Every tool is time-bounded; a timeout is a result, not a hang."""
+verify every step by looking) over raw adb_tap/adb_swipe. alas_tools lists the tasks alas_run knows{tasks}.
+Every tool is time-bounded; a timeout is a result, not a hang."""
+
+ToolResultJson = tool_result_model()
+Answer = Annotated[CallToolResult, ToolResultJson]
+"""What every tool handler returns: a CallToolResult whose structured content is a ToolResult (outputSchema)."""
 
 
 def to_call_result(result: ToolResult) -> CallToolResult:
     """A ToolResult as MCP content: JSON text, structured content, and the screenshot as an image."""
     body = result.to_dict()
     content: list[Any] = [TextContent(type="text", text=json.dumps(body, ensure_ascii=False, default=str))]
-    if isinstance(result, ImageResult) and result.png:
+    if result.png:
         content.append(ImageContent(type="image", data=base64.b64encode(result.png).decode(), mime_type="image/png"))
     return CallToolResult(content=content, structured_content=body, is_error=not result.ok)
 
@@ -63,16 +69,15 @@ def to_call_result(result: ToolResult) -> CallToolResult:
 async def invoke(tools: Tools, name: str, arguments: dict[str, Any]) -> CallToolResult:
     """Run one tool on a worker thread; cancellation of the request sets the tool's cancel Event."""
     cancel = threading.Event()
-    bound = tools.bound(name)
+    started = tools.clock()
     try:
-        with anyio.fail_after(bound + GRACE_S):
+        with anyio.fail_after(tools.bound(name) + GRACE_S):
             result = await anyio.to_thread.run_sync(
                 partial(tools.call, name, arguments, cancel=cancel), abandon_on_cancel=True
             )
     except TimeoutError:
         cancel.set()
-        result = ToolResult(False, "timeout", f"{name} did not answer within {bound:g} s",
-                            {"tool": name, "screenshot_analysis": {"suggested_action": "retry"}})
+        result = tools.overrun(name, started)
     except anyio.get_cancelled_exc_class():
         cancel.set()
         log.info("%s cancelled by the client; its worker stops at the next checkpoint", name)
@@ -80,111 +85,101 @@ async def invoke(tools: Tools, name: str, arguments: dict[str, Any]) -> CallTool
     return to_call_result(result)
 
 
-def bad_arguments(name: str, exc: ValidationError) -> ToolResult:
-    """A structured ``bad_argument`` result naming each wrong field (the values stay out: they are the caller's)."""
-    problems = [
+def problems_of(exc: ValidationError) -> list[dict[str, str]]:
+    """Each wrong field of a validation error (the values stay out: they are the caller's)."""
+    return [
         {"field": ".".join(str(p) for p in err["loc"]) or "(arguments)", "problem": err["msg"], "type": err["type"]}
         for err in exc.errors()
     ]
-    listed = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
-    return ToolResult(False, "bad_argument", f"{name}: bad arguments: {listed}", {
-        "tool": name, "tool_success": False, "state_verification": "not_checked", "errors": problems,
-        "screenshot_analysis": {"blocking_element": None, "ocr_detected": [],
-                                "suggested_action": suggested_action("bad_argument")},
-    })
 
 
 class EngineServer(MCPServer):
-    """MCPServer whose argument errors and unknown tool names come back as structured ToolResults."""
+    """MCPServer whose argument errors and unknown tool names come back as the tools' structured ToolResults."""
+
+    def __init__(self, tools: Tools, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tools = tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        known = [tool.name for tool in await self.list_tools()]
-        if name not in known:
-            options = closest(name, known)
-            hint = f"; did you mean {', '.join(options)}?" if options else ""
-            return to_call_result(ToolResult(False, "bad_argument", f"unknown tool {name!r}{hint}", {
-                "tool": name, "suggestions": options,
-                "screenshot_analysis": {"suggested_action": suggested_action("bad_argument")},
-            }))
+        if name not in SPECS:
+            return to_call_result(self.tools.call(name, arguments))  # an unknown tool, with suggestions
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                return to_call_result(bad_arguments(name, exc.__cause__))
+                return to_call_result(self.tools.bad_arguments(name, problems_of(exc.__cause__)))
             raise
 
 
-def _width_height(tools: Tools) -> tuple[int, int]:
-    width, height = tools.graph.resolution
-    return int(width), int(height)
+def instructions(tools: Tools) -> str:
+    graph = tools.graph
+    names = [t["name"] for t in tools.tasks.book.describe()] if tools.tasks is not None else []
+    listed = f" ({', '.join(names[:8])}{', ...' if len(names) > 8 else ''})" if names else ""
+    return INSTRUCTIONS.format(game=graph.game, tasks=listed)
 
 
-def build_server(tools: Tools) -> EngineServer:
-    """An MCPServer exposing the eight tools over `tools`."""
-    server = EngineServer("alas-engine", version=__version__, instructions=INSTRUCTIONS)
-    width, height = _width_height(tools)
-    X = Annotated[int, Field(description=f"Horizontal pixel, 0..{width - 1} (the graph's {width}x{height}).")]
-    Y = Annotated[int, Field(description=f"Vertical pixel, 0..{height - 1}.")]
+def describe(tools: Tools, name: str) -> str:
+    """A tool's description: what it does, its bound, and for goto and run the names it takes."""
+    text = f"{SPECS[name].summary} Bounded: answers within {tools.bound(name):g} s."
+    if name == "alas_goto":
+        text += f" Pages: {', '.join(p for p in tools.graph.page_names if p != tools.graph.unknown_page)}."
+    if name == "alas_run" and tools.tasks is not None:
+        text += f" Tasks: {', '.join(tools.tasks.names())}." if tools.tasks.names() else ""
+    return text
 
-    def describe(name: str) -> str:
-        spec = SPECS[name]
-        text = f"{spec.summary} Bounded: answers within {tools.bound(name):g} s."
-        if name == "alas_goto":
-            pages = [p for p in tools.graph.page_names if p != tools.graph.unknown_page]
-            text += f" Pages: {', '.join(pages)}."
-        if name == "alas_run" and tools.navigator is not None:
-            names = [str(t.get("name")) for t in tools.navigator.task_list()]
-            text += f" Tasks: {', '.join(names)}." if names else ""
-        return text
 
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                                open_world_hint=False)
-    acting = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                             open_world_hint=False)
+def handlers(tools: Tools) -> dict[str, Any]:
+    """The eight async handlers; their signatures are the tools' input schemas."""
+    width, height = (int(v) for v in tools.graph.resolution)
+    X = Annotated[int, Field(strict=True, description=f"Horizontal pixel, 0..{width - 1} (the graph's {width}x{height}).")]
+    Y = Annotated[int, Field(strict=True, description=f"Vertical pixel, 0..{height - 1}.")]
+    pages = [p for p in tools.graph.page_names if p != tools.graph.unknown_page]
+    tasks = tools.tasks.names() if tools.tasks is not None else []
+    page_example = f", e.g. {pages[-1]}" if pages else ""
+    task_example = f", e.g. {tasks[0]}" if tasks else ""
 
-    async def adb_health() -> CallToolResult:
+    async def adb_health() -> Answer:
         return await invoke(tools, "adb_health", {})
 
-    async def adb_screenshot() -> CallToolResult:
+    async def adb_screenshot() -> Answer:
         return await invoke(tools, "adb_screenshot", {})
 
-    async def adb_tap(x: X, y: Y) -> CallToolResult:
+    async def adb_tap(x: X, y: Y) -> Answer:
         return await invoke(tools, "adb_tap", {"x": x, "y": y})
 
     async def adb_swipe(
         x1: X, y1: Y, x2: X, y2: Y,
-        duration_ms: Annotated[int, Field(description="Length of the gesture in milliseconds.")] = 300,
-    ) -> CallToolResult:
+        duration_ms: Annotated[int, Field(strict=True, description="Length of the gesture in milliseconds.")] = 300,
+    ) -> Answer:
         return await invoke(tools, "adb_swipe", {"x1": x1, "y1": y1, "x2": x2, "y2": y2, "duration_ms": duration_ms})
 
-    async def alas_state() -> CallToolResult:
+    async def alas_state() -> Answer:
         return await invoke(tools, "alas_state", {})
 
-    async def alas_goto(
-        page: Annotated[str, Field(description="Destination page name, e.g. page_commission.")],
-    ) -> CallToolResult:
+    async def alas_goto(page: Annotated[str, Field(description=f"Destination page name{page_example}.")]) -> Answer:
         return await invoke(tools, "alas_goto", {"page": page})
 
-    async def alas_tools() -> CallToolResult:
+    async def alas_tools() -> Answer:
         return await invoke(tools, "alas_tools", {})
 
-    async def alas_run(
-        name: Annotated[str, Field(description="Task name as alas_tools lists it, e.g. login.")],
-    ) -> CallToolResult:
+    async def alas_run(name: Annotated[str, Field(description=f"Task name as alas_tools lists it{task_example}.")]
+                       ) -> Answer:
         return await invoke(tools, "alas_run", {"name": name})
 
-    handlers = {
-        "adb_health": (adb_health, read_only),
-        "adb_screenshot": (adb_screenshot, read_only),
-        "adb_tap": (adb_tap, acting),
-        "adb_swipe": (adb_swipe, acting),
-        "alas_state": (alas_state, read_only),
-        "alas_goto": (alas_goto, acting),
-        "alas_tools": (alas_tools, read_only),
-        "alas_run": (alas_run, acting),
-    }
-    for name, (fn, annotations) in handlers.items():
-        server.add_tool(fn, name=name, description=describe(name), annotations=annotations)
+    return {fn.__name__: fn for fn in (adb_health, adb_screenshot, adb_tap, adb_swipe, alas_state, alas_goto,
+                                       alas_tools, alas_run)}
+
+
+def build_server(tools: Tools) -> EngineServer:
+    """An MCPServer exposing the eight tools over `tools`."""
+    server = EngineServer(tools, name="alas-engine", version=__version__, instructions=instructions(tools))
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)
+    acting = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                             open_world_hint=False)
+    for name, fn in handlers(tools).items():
+        annotations = acting if SPECS[name].acts else read_only
+        server.add_tool(fn, name=name, description=describe(tools, name), annotations=annotations)
     return server
 
 

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from engine.assets import AssetPack
+from engine.device.frames import fit, frame_problem
 from engine.errors import BadFrame, VerificationError
 from engine.results import Evidence, Observation
 from engine.schema import AnyOfSignature, ColorSignature, Graph, OcrSignature, Page, Popup, TemplateSignature
@@ -51,71 +52,34 @@ from verifiers.common import frame_scope, signature_name
 log = logging.getLogger(__name__)
 
 AMBIGUITY_MARGIN = 0.05
-FLAT_STD = 3.0
-"""Standard deviation (0-255) below which a frame is one flat colour: a black or blank screen."""
 WEAK_CONFIDENCE = 0.6
 """Scale of the confidence of a page named on colour alone (only possible when no template exists for it)."""
-
-
-def _fit(frame: np.ndarray, resolution: tuple[int, int]) -> np.ndarray:
-    try:
-        from engine.device.frames import fit
-    except ImportError:  # the device layer is optional for offline classification
-        fit = None
-    if fit is not None:
-        return fit(frame, resolution)
-    import cv2
-
-    return cv2.resize(frame, resolution, interpolation=cv2.INTER_AREA)
-
-
-def is_flat(frame: np.ndarray) -> bool:
-    """Whether a frame is black or one flat colour (sampled on a coarse grid: cheap, and enough)."""
-    return float(frame[::12, ::12].std()) < FLAT_STD
 
 
 # --------------------------------------------------------------------------------------------------- compiled
 
 
-class AnyOfCheck:
-    """Hits when one alternative does; reports the hitting alternative's evidence (else the best miss)."""
+class CombinedCheck:
+    """Several checks as one: ``any`` hits when one alternative does (reporting the hit, else the best miss);
+    ``all`` is a colour pre-filter confirmed by the template of the same button (stopping at the first miss)."""
 
-    def __init__(self, name: str, checks: Sequence[Any]) -> None:
-        self.name = name
+    def __init__(self, name: str, checks: Sequence[Any], *, need_all: bool) -> None:
+        self.name, self.need_all = name, need_all
         self.checks = tuple(sorted(checks, key=lambda c: c.cost))
         self.cost = max(c.cost for c in self.checks)
         self.channel = self.checks[-1].channel
-        self.strong = all(c.strong for c in self.checks)
+        strengths = [c.strong for c in self.checks]
+        self.strong = any(strengths) if need_all else all(strengths)
 
     def verify(self, frame: np.ndarray) -> Evidence:
         best = None
         for check in self.checks:
             evidence = check.verify(frame)
-            if evidence.hit:
+            if evidence.hit != self.need_all:  # a miss ends an all-of, a hit ends an any-of
                 return evidence
-            if best is None or evidence.score > best.score:
+            if self.need_all or best is None or evidence.score > best.score:
                 best = evidence
         return best
-
-
-class AllOfCheck:
-    """A colour pre-filter confirmed by the template of the same button: what a colour signature becomes when a
-    template exists for it."""
-
-    def __init__(self, name: str, checks: Sequence[Any]) -> None:
-        self.name = name
-        self.checks = tuple(sorted(checks, key=lambda c: c.cost))
-        self.cost = max(c.cost for c in self.checks)
-        self.channel = self.checks[-1].channel
-        self.strong = any(c.strong for c in self.checks)
-
-    def verify(self, frame: np.ndarray) -> Evidence:
-        evidence = None
-        for check in self.checks:
-            evidence = check.verify(frame)
-            if not evidence.hit:
-                return evidence
-        return evidence
 
 
 @dataclass(eq=False)
@@ -167,10 +131,7 @@ class Observer:
         ocr: bool | Callable[[np.ndarray], list] | None = None,
         vision: Any = None,
     ) -> None:
-        if graph.server is None:
-            server = getattr(assets, "server", None)
-            graph = graph.for_server(server if server in graph.servers else graph.fallback_server)
-        self.graph = graph
+        self.graph = graph.require_resolved()
         self.assets = assets
         self.ocr = ocr_verifier.find_text if ocr is True else (ocr or None)
         self.vision = vision
@@ -249,7 +210,7 @@ class Observer:
                 return check
             # A template exists for this button: colour is only the pre-filter.
             confirm = TemplateSignature(type="template", button=sig.button, name=check.name)
-            return AllOfCheck(check.name, [check, self._compile(confirm, page)])
+            return CombinedCheck(check.name, [check, self._compile(confirm, page)], need_all=True)
         if isinstance(sig, TemplateSignature):
             try:
                 return template_verifier.compile_template(sig, self.graph, self.assets, page)
@@ -266,7 +227,8 @@ class Observer:
                     reasons.append(str(exc))
             if not alternatives:
                 raise _Unavailable("; ".join(reasons))
-            return AnyOfCheck(signature_name(sig) if sig.name else alternatives[0].name, alternatives)
+            return CombinedCheck(signature_name(sig) if sig.name else alternatives[0].name, alternatives,
+                                 need_all=False)
         raise TypeError(f"unknown signature {sig!r}")
 
     def _button_asset(self, button: str | None) -> str | None:
@@ -291,7 +253,7 @@ class Observer:
         if frame is None or frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
             raise BadFrame(f"not a BGR uint8 frame: {getattr(frame, 'shape', None)}")
         if (frame.shape[1], frame.shape[0]) != self.resolution:
-            frame = _fit(frame, self.resolution)
+            frame = fit(frame, self.resolution)
         return frame
 
     def observe(
@@ -313,7 +275,7 @@ class Observer:
     def _observe(self, frame: np.ndarray, expected: str | None, escalate: bool, near: bool = False) -> Observation:
         start = time.perf_counter()
         self._latency: dict[str, float] = {}
-        if is_flat(frame):
+        if frame_problem(frame) is not None:
             return Observation(None, black_frame=True, confidence=1.0,
                                latency_ms={"total": (time.perf_counter() - start) * 1000.0})
         evidence: list[Evidence] = []
@@ -406,8 +368,11 @@ class Observer:
                 log.warning("free-text OCR failed: %s", exc)
         if self.vision is not None:
             t = time.perf_counter()
+            # Every declared page and popup is a candidate: the model is asked exactly about what the templates
+            # could not recognise (a popup whose template the pack lacks, for one).
+            pages = [p for p in self.graph.page_names if p != self.graph.unknown_page]
             try:
-                answer = self.vision.classify(frame, [p.name for p in self.pages], [p.name for p in self.popups])
+                answer = self.vision.classify(frame, pages, [p.name for p in self.graph.popups])
             except VerificationError as exc:
                 log.warning("vision answer not used: %s", exc)
                 evidence.append(Evidence("vision", "vision", False, 0.0,
@@ -418,6 +383,20 @@ class Observer:
                 popups = (answer.popup,) if answer.popup else ()
                 confidence = answer.confidence
         return page, popups, confidence
+
+    def escalate(self, frame: np.ndarray) -> Observation:
+        """Ask the slow channels (free-text OCR, the vision model) what `frame` shows, whatever the fast ones said.
+
+        Only declared pages and popups come back (an answer naming anything else is not used); the evidence
+        says what each channel answered and how long it took.
+        """
+        with self._lock:
+            frame = self.prepare(frame)
+            start = time.perf_counter()
+            self._latency = {}
+            evidence: list[Evidence] = []
+            page, popups, confidence = self._escalate(frame, evidence)
+            return self._finish(start, page, popups, evidence, confidence=confidence)
 
     def _finish(self, start: float, page, popups, evidence, *, ambiguous=(), confidence=0.0,
                 loading=False) -> Observation:

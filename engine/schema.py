@@ -360,6 +360,28 @@ class Graph(Model):
             merged.update(layer)
         return Defaults(**merged)
 
+    def resolve(self, server: str | None = None) -> Graph:
+        """This graph for `server`, or for its first declared server when None: done once, as a session opens.
+
+        Raises:
+            ConfigError: the graph does not declare `server` (or is already resolved for another one).
+        """
+        from engine.errors import ConfigError
+
+        if self.server is not None:
+            if server not in (None, self.server):
+                raise ConfigError(f"the graph is already resolved for server {self.server!r}, not {server!r}")
+            return self
+        if server is not None and server not in self.servers:
+            raise ConfigError(f"unknown server {server!r}; this graph declares {', '.join(self.servers)}")
+        return self.for_server(server or self.servers[0])
+
+    def require_resolved(self) -> Graph:
+        """This graph, which must already be resolved for one server (Graph.resolve)."""
+        if self.server is None:
+            raise ValueError("the graph is not resolved for a server: call graph.resolve(server) first")
+        return self
+
     def for_server(self, server: str) -> Graph:
         """This graph with every per-server mapping collapsed to `server`'s value (or the fallback's)."""
         if server not in self.servers:

@@ -1,7 +1,9 @@
-"""A session: one device, one graph, its observer, policies, tasks and transcript, wired into a Navigator.
+"""A session: one device and one server-resolved graph, with its observer, navigator, tasks, transcript and tools.
 
-``open_session()`` with no serial starts the embedded simulator behind a fake ADB server and connects to it
-through adbutils, exactly as it would connect to a phone.
+``open_session()`` is where the game server is chosen, once: ``--server``, or the graph's first declared
+server. Everything below (observer, simulator, renderer, navigator) takes the resolved graph. With no serial it
+starts the embedded simulator behind a fake ADB server and connects to it through adbutils, exactly as it would
+connect to a phone.
 """
 
 from __future__ import annotations
@@ -10,29 +12,47 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.loader import load_graph
-from engine.navigator import Navigator
-from engine.policies import load_policies
+from engine.policies import Policies, load_policies
+
+if TYPE_CHECKING:
+    from engine.assets import AssetPack
+    from engine.device.base import Device
+    from engine.navigator import Navigator
+    from engine.observe import Observer
+    from engine.schema import Graph
+    from engine.taskrunner import TaskRunner
+    from engine.tools import Tools
+    from engine.transcript import Transcript
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Session:
-    device: Any
-    graph: Any
-    observer: Any
-    policies: Any
-    navigator: Navigator
-    assets: Any
-    transcript: Any = None
+    """Everything one device needs; ``tools`` is the bounded surface every face calls."""
+
+    device: Device
+    graph: Graph
+    policies: Policies
+    observer: Observer | None = None
+    navigator: Navigator | None = None
+    tasks: TaskRunner | None = None
+    assets: AssetPack | None = None
+    transcript: Transcript | None = None
+    bundle_dir: str | None = None
+    unavailable: str | None = None
+    """Why this session cannot observe or navigate (a real device with no asset pack), or None."""
     sim: Any = None
     """The embedded simulator (engine.sim.EmbeddedSim) when no serial was given; tests read its truth."""
-    _closers: list = field(default_factory=list)
+    tools: Tools | None = None
+    _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
+        if self.tools is not None:
+            self.tools.close()
         for close in reversed(self._closers):
             try:
                 close()
@@ -51,73 +71,102 @@ def open_session(
     serial: str | None = None,
     *,
     graph_dir: str | Path | None = None,
-    server: str = "en",
+    server: str | None = None,
     assets: str | Path | None = None,
     scenario: Any = None,
     seed: int | None = None,
     transcript_dir: str | Path | None = None,
     policies_file: str | Path | None = None,
-    clock: Any = None,
-    sleep: Any = None,
+    adb_host: str | None = None,
+    adb_port: int | None = None,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> Session:
     """Open everything a navigation needs.
 
     Args:
         serial: an ADB serial (a phone, or 127.0.0.1:21503 for MEmu); None starts the embedded simulator.
         graph_dir: the page graph folder (default: the shipped Azur Lane graph).
-        server: game server whose per-server values apply (en, cn).
+        server: game server whose per-server values apply (default: the graph's first declared server).
         assets: an asset pack directory (ALAS layout or ours); None uses the simulator's synthetic pack.
         scenario: a simulator fault scenario (path or engine.sim.scenario.Scenario), embedded simulator only.
         seed: the simulator's seed.
         transcript_dir: where the JSONL ledger, traces and error bundles go (None: no transcript).
+        adb_host, adb_port: the ADB server of a real device (default: the environment's, else 127.0.0.1:5037).
+        clock, sleep: injectable for tests (the simulator and every run keep time with them).
+
+    Raises:
+        ConfigError: the graph, policies, tasks, server, scenario or asset pack is wrong.
     """
-    from engine.device import open_device
-    from engine.observe import Observer
-
-    graph = load_graph(graph_dir, server=server)
+    graph = load_graph(graph_dir).resolve(server)
     policies = load_policies(policies_file)
-    closers: list = []
-    sim = None
-    pack = _asset_pack(assets, server)
-    if serial is None:
-        from engine.sim import start_embedded
+    pack = _asset_pack(assets, graph.server)
+    session = Session(device=None, graph=graph, policies=policies)  # type: ignore[arg-type] - set just below
+    try:
+        _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port)
+        if transcript_dir is not None:
+            _open_transcript(session, Path(transcript_dir))
+        if session.assets is not None:
+            _open_navigation(session, graph_dir, clock)
+        else:
+            session.unavailable = (f"a real device ({serial}) needs an asset pack: pass --assets DIR (for example an "
+                                   "ALAS checkout's assets, or a pack made by `python -m engine assets import-alas`)")
+        from engine.tools import Tools
 
-        from engine.sim import Scenario
+        session.tools = Tools.from_session(session, **({"clock": clock} if clock else {}),
+                                           **({"sleep": sleep} if sleep else {}))
+    except BaseException:
+        session.close()
+        raise
+    return session
+
+
+def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any, seed: int | None,
+                 clock: Any, adb_host: str | None, adb_port: int | None) -> None:
+    from engine.device import open_device
+
+    graph, policies = session.graph, session.policies
+    if serial is None:
+        from engine.sim import Scenario, start_embedded
 
         if isinstance(scenario, (str, Path)):
             scenario = Scenario.from_file(scenario)
-        sim = start_embedded(graph, server=server, assets=pack, scenario=scenario, seed=seed or 0,
+        sim = start_embedded(graph, assets=pack, scenario=scenario, seed=seed or 0,
                              **({"clock": clock} if clock is not None else {}))
-        closers.append(sim.stop)
-        device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
-        if pack is None:
-            pack = sim.assets
+        session._closers.append(sim.stop)
+        session.sim = sim
+        session.device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host,
+                                     adb_port=sim.port)
+        session.assets = pack if pack is not None else sim.assets
     else:
-        device = open_device(serial, graph=graph, policies=policies)
-        if pack is None:
-            raise _no_assets(serial)
-    closers.append(device.close)
-    vision = _vision(policies)
-    observer = Observer(graph, pack, vision=vision)
-    transcript = None
-    bundle_dir = None
-    if transcript_dir is not None:
-        from engine.transcript import Transcript
+        session.device = open_device(serial, graph=graph, policies=policies, adb_host=adb_host, adb_port=adb_port)
+        session.assets = pack
+    session._closers.append(session.device.close)
 
-        Path(transcript_dir).mkdir(parents=True, exist_ok=True)
-        transcript = Transcript(Path(transcript_dir) / "transcript.jsonl")
-        closers.append(transcript.close)
-        bundle_dir = str(Path(transcript_dir) / "error_bundles")
-    tasks = _tasks(graph_dir, graph)
-    kwargs: dict[str, Any] = {}
-    if clock is not None:
-        kwargs["clock"] = clock
-    if sleep is not None:
-        kwargs["sleep"] = sleep
-    navigator = Navigator(device, graph, observer, policies, transcript=transcript, vision=vision, tasks=tasks,
-                          bundle_dir=bundle_dir, **kwargs)
-    return Session(device=device, graph=graph, observer=observer, policies=policies, navigator=navigator,
-                   assets=pack, transcript=transcript, sim=sim, _closers=closers)
+
+def _open_transcript(session: Session, folder: Path) -> None:
+    from engine.errors import ConfigError
+    from engine.transcript import Transcript
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        session.transcript = Transcript(folder / "transcript.jsonl")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the transcript in {folder}: {exc.strerror or exc}") from None
+    session._closers.append(session.transcript.close)
+    session.bundle_dir = str(folder / "error_bundles")
+
+
+def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any) -> None:
+    from engine.navigator import Navigator
+    from engine.observe import Observer
+    from engine.taskrunner import TaskRunner
+
+    session.observer = Observer(session.graph, session.assets, vision=_vision())
+    session.navigator = Navigator(session.device, session.graph, session.observer,
+                                  **({"clock": clock} if clock is not None else {}))
+    book = load_task_book(graph_dir, session.graph)
+    session.tasks = TaskRunner(session.navigator, book) if book is not None else None
 
 
 def _asset_pack(assets: str | Path | None, server: str) -> Any:
@@ -128,7 +177,8 @@ def _asset_pack(assets: str | Path | None, server: str) -> Any:
     return load_pack(assets, server)
 
 
-def _tasks(graph_dir: str | Path | None, graph: Any) -> Any:
+def load_task_book(graph_dir: str | Path | None, graph: Any) -> Any:
+    """The tasks beside a graph folder (its tasks*.yaml), checked against the graph; None when it has none."""
     from engine.paths import builtin_graph_dir
     from engine.tasks import load_tasks
 
@@ -140,19 +190,10 @@ def _tasks(graph_dir: str | Path | None, graph: Any) -> Any:
     return load_tasks(folder, graph)
 
 
-def _vision(policies: Any) -> Any:
+def _vision() -> Any:
     """The vision verifier when a Gemini key (or a local endpoint) is configured, else None."""
     if not os.environ.get("GEMINI_API_KEY"):
         return None
     from verifiers.vision import VisionClient
 
     return VisionClient.from_env()
-
-
-def _no_assets(serial: str) -> Exception:
-    from engine.errors import ConfigError
-
-    return ConfigError(
-        f"a real device ({serial}) needs an asset pack: pass --assets DIR (for example an ALAS checkout's "
-        "assets imported with `python -m engine assets import-alas`)"
-    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, deque
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -79,3 +80,16 @@ class ProgressWatchdog:
         if self.idle >= self.limit:
             return f"no new page reached in {self.idle} steps"
         return None
+
+
+@dataclass
+class Detectors:
+    """The stuck detectors of one run, with what they need to remember: shared by every goto inside a task."""
+
+    clicks: ClickRecord = field(default_factory=ClickRecord)
+    repeats: RepeatDetector = field(default_factory=RepeatDetector)
+    watchdog: ProgressWatchdog = field(default_factory=ProgressWatchdog)
+    dismissed: dict[str, int] = field(default_factory=dict)
+    """Dismissals per popup."""
+    last_tap: dict[str, float] = field(default_factory=dict)
+    """When each action key was last performed (for debouncing)."""

@@ -1,4 +1,4 @@
-"""Named tasks declared in YAML (pages/<game>/tasks.yaml) and the runner that executes them, verified.
+"""Named tasks declared in YAML (pages/<game>/tasks.yaml): their schema and their loader (engine.taskrunner runs them).
 
 A task has preconditions (where it may start), ordered steps, and success criteria checked by observation:
 
@@ -13,21 +13,18 @@ A task has preconditions (where it may start), ordered steps, and success criter
 
 Steps: goto, tap (a named button), key, wait_for (a page or popup, bounded), dismiss_popups, read (a page's text
 field with OCR into the result), repeat (steps until a condition holds, at most `max` times). Any step may carry
-`when:` and is skipped unless the condition holds on the current screen. Tasks run inside the navigator's bounds
-(the run policy, 60 s by default), so every loop here is bounded twice.
+`when:` and is skipped unless the condition holds on the current screen. Everything a task file names is checked
+against the graph at load time, with file:line:col.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, ValidationError, model_validator
 
-from engine.errors import NavigationError
-from engine.schema import Model, Name, TapAction, KeyAction
+from engine.schema import Model, Name
 
 
 class Condition(Model):
@@ -249,132 +246,8 @@ def task_from_trace(trace: dict[str, Any], name: str, description: str | None = 
     )
 
 
-# ----------------------------------------------------------------------------------------------- the runner
-
-
-@dataclass
-class Outcome:
-    ok: bool
-    status: str
-    text: str
-    expected: str | None = None
-    values: dict[str, Any] = field(default_factory=dict)
-
-
-class TaskRunner:
-    """Executes one task through a Navigator, sharing its bounds, detectors and transcript."""
-
-    def __init__(self, nav: Any, run: Any, task: Task) -> None:
-        self.nav, self.run, self.task = nav, run, task
-        self.values: dict[str, Any] = {}
-        self.obs = None
-
-    def execute(self) -> Outcome:
-        nav, run = self.nav, self.run
-        self.obs = nav._look(run, expected=nav.machine.page if not nav.machine.is_stale(10) else None)
-        self._relocalise()
-        if self.task.preconditions and self.obs.page not in self.task.preconditions:
-            return Outcome(False, "precondition_failed",
-                           f"{self.task.name} starts from {', '.join(self.task.preconditions)}, "
-                           f"not from {self.obs.page or 'an unknown screen'}")
-        for step in self.task.steps:
-            self._step(step)
-        self.obs = nav._look(run, expected=self._expected_page())
-        self._relocalise()
-        failed = [c for c in self.task.success if not self._holds(c)]
-        if failed:
-            return Outcome(False, "not_verified",
-                           f"{self.task.name} finished but {_describe(failed[0])} does not hold "
-                           f"(observed {self.obs.page or 'unknown'}, popups {list(self.obs.popups)})",
-                           self._expected_page(), self.values)
-        return Outcome(True, "verified", f"{self.task.name} done and verified", self._expected_page(), self.values)
-
-    # -- steps
-
-    def _step(self, step: Any) -> None:
-        nav, run = self.nav, self.run
-        nav._checkpoint(run)
-        if step.when is not None and not self._holds(step.when):
-            return
-        if isinstance(step, GotoStep):
-            self.obs = nav._navigate(run, step.page)
-        elif isinstance(step, TapStep):
-            nav._record("task_step", run, step="tap", button=step.button)
-            nav._perform(run, TapAction(type="tap", button=step.button), self.obs)
-            nav._wait(run, 0.3)
-            self.obs = nav._look(run, expected=self.obs.page if self.obs else None)
-        elif isinstance(step, KeyStep):
-            nav._perform(run, KeyAction(type="key", key=step.key), self.obs)
-            nav._wait(run, 0.3)
-            self.obs = nav._look(run, expected=None)
-        elif isinstance(step, WaitForStep):
-            until = nav.clock() + step.timeout
-            while not self._holds(step.until):
-                if nav.clock() >= until:
-                    raise NavigationError(f"waited {step.timeout:.0f} s for {_describe(step.until)}")
-                nav._wait(run, nav._poll_s())
-                self.obs = nav._look(run, expected=step.until.page)
-        elif isinstance(step, DismissPopupsStep):
-            for _ in range(step.max):
-                if not nav._blocking(self.obs):
-                    break
-                nav._dismiss(run, self.obs)
-                self.obs = nav._look(run, expected=self.obs.page)
-        elif isinstance(step, ReadStep):
-            self._read(step)
-        elif isinstance(step, RepeatStep):
-            for _ in range(step.max):
-                if self._holds(step.until):
-                    break
-                for inner in step.do:
-                    self._step(inner)
-                self.obs = nav._look(run, expected=step.until.page)
-                self._relocalise()
-            else:
-                if not self._holds(step.until):
-                    raise NavigationError(f"{_describe(step.until)} did not hold after {step.max} rounds")
-        self._relocalise()
-
-    def _read(self, step: ReadStep) -> None:
-        from verifiers.ocr import read_text
-
-        nav = self.nav
-        page = self.obs.page if self.obs else None
-        spec = next((f for p in nav.graph.pages for f in p.fields if f.name == step.field), None)
-        if spec is None or nav.last_frame is None:
-            raise NavigationError(f"cannot read {step.field}: no such field or no frame")
-        text, confidence = read_text(nav.last_frame, spec.area)
-        match = re.search(spec.pattern, text or "", re.IGNORECASE)
-        value = (match.group(1) if match and match.groups() else match.group(0)) if match else None
-        self.values[step.into or step.field] = value
-        nav._record("read", self.run, field=step.field, page=page, text=text, value=value,
-                    confidence=round(float(confidence or 0), 3))
-        if value is None:
-            raise NavigationError(f"read {step.field}: {text!r} does not match {spec.pattern!r}")
-
-    # -- conditions
-
-    def _holds(self, c: Condition) -> bool:
-        obs = self.obs
-        if obs is None:
-            return False
-        if c.page is not None and obs.page != c.page:
-            return False
-        if c.popup is not None and c.popup not in obs.popups:
-            return False
-        if c.no_popup and self.nav._blocking(obs):
-            return False
-        return True
-
-    def _expected_page(self) -> str | None:
-        return next((c.page for c in self.task.success if c.page), None)
-
-    def _relocalise(self) -> None:
-        if self.obs is not None and self.obs.page is not None:
-            self.nav.machine.relocalise(self.obs.page, self.obs.confidence)
-
-
-def _describe(c: Condition) -> str:
+def describe_condition(c: Condition) -> str:
+    """A condition in words: ``page page_mail and no blocking popup``."""
     parts = []
     if c.page:
         parts.append(f"page {c.page}")

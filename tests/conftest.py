@@ -79,3 +79,23 @@ def fake_gemini():
     server = FakeGemini()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def far_page():
+    """``far_page(graph, start)``: the page most hops from `start`, so a goto there takes a while."""
+    from engine.routes import plan_route
+
+    def farthest(graph, start: str) -> str:
+        best, hops = None, 0
+        for page in graph.page_names:
+            try:
+                n = len(plan_route(graph, start, page).hops)
+            except Exception:
+                continue
+            if n > hops:
+                best, hops = page, n
+        assert best is not None and hops >= 3
+        return best
+
+    return farthest

@@ -29,9 +29,8 @@ def _capture(args: argparse.Namespace) -> int:
     from engine.errors import ConfigError
     from engine.loader import load_graph
 
-    graph = load_graph(args.graph)
-    server = args.server or graph.servers[0]
-    graph = graph.for_server(server)
+    graph = load_graph(args.graph).resolve(args.server)
+    server = graph.server
     try:
         button = graph.button(args.name)
     except KeyError:

@@ -34,9 +34,8 @@ def build_observer(graph_dir: str | None, assets: str | None, server: str | None
     from engine.loader import load_graph
     from engine.observe import Observer
 
-    graph = load_graph(graph_dir)
-    server = server or graph.servers[0]
-    graph = graph.for_server(server)
+    graph = load_graph(graph_dir).resolve(server)
+    server = graph.server
     assets = assets or os.environ.get("ENGINE_ASSETS")
     if assets:
         pack = load_pack(assets, server)

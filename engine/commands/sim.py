@@ -17,15 +17,14 @@ def _build_game(args: argparse.Namespace):
     from engine.sim import SimGame
     from engine.sim.scenario import Scenario
 
-    graph = load_graph(args.graph) if args.graph else load_graph()
-    server = args.server if args.server in graph.servers else graph.servers[0]
+    graph = load_graph(args.graph).resolve(args.server)
     assets = None
     if args.assets:
         from engine.assetpacks import load_pack
 
-        assets = load_pack(args.assets, server)
+        assets = load_pack(args.assets, graph.server)
     scenario = Scenario.from_file(args.scenario) if getattr(args, "scenario", None) else None
-    return SimGame(graph, server=server, assets=assets, scenario=scenario, seed=getattr(args, "seed", None))
+    return SimGame(graph, assets=assets, scenario=scenario, seed=getattr(args, "seed", None))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -75,7 +74,7 @@ def _render(args: argparse.Namespace) -> int:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graph", help="graph folder (default: the shipped Azur Lane graph)")
     parser.add_argument("--assets", help="asset pack folder (ALAS layout or ours); default: synthetic art")
-    parser.add_argument("--server", default="en", help="game server whose values to use (default en)")
+    parser.add_argument("--server", help="game server whose values to use (default: the graph's first)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

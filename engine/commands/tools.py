@@ -38,7 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--goto", metavar="PAGE", help="alas_goto: navigate to a page and verify it")
     what.add_argument("--run", metavar="NAME", help="alas_run: run a named task (see --list-tools)")
     what.add_argument("--list-tools", action="store_true", help="alas_tools: the tasks --run can run")
-    cli.add_argument("--json", action="store_true", help="print the whole ToolResult as JSON")
     add_session_arguments(cli)
     cli.set_defaults(handler=_cli)
 
@@ -51,5 +50,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="stdio (default) or http (streamable HTTP at http://HOST:PORT/mcp)")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1, loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    add_session_arguments(serve)
+    add_session_arguments(serve, results=False)
     serve.set_defaults(handler=_serve)

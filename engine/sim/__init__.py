@@ -60,7 +60,6 @@ class EmbeddedSim:
 def start_embedded(
     graph: Graph | None = None,
     *,
-    server: str = "en",
     assets: AssetPack | None = None,
     scenario: Scenario | None = None,
     seed: int = 0,
@@ -76,8 +75,8 @@ def start_embedded(
     if graph is None:
         from engine.loader import load_graph  # the loader is only needed for the shipped default
 
-        graph = load_graph()
-    game = SimGame(graph, server=server, assets=assets, scenario=scenario, seed=seed, clock=clock)
+        graph = load_graph().resolve()
+    game = SimGame(graph, assets=assets, scenario=scenario, seed=seed, clock=clock)
     fake = FakeAdbServer({serial: game}).start()
     log.info("embedded simulator serving %s on 127.0.0.1:%d", serial, fake.port)
     return EmbeddedSim(host=fake.host, port=fake.port, serial=serial, game=game, server=fake)

@@ -60,14 +60,12 @@ class SimGame:
         self,
         graph: Graph,
         *,
-        server: str = "en",
         assets: AssetPack | None = None,
         scenario: Scenario | None = None,
         seed: int | None = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if graph.server is None:
-            graph = graph.for_server(server if server in graph.servers else graph.servers[0])
+        graph = graph.require_resolved()
         if not graph.pages:
             raise ValueError("a graph without pages cannot be simulated")
         self.graph = graph

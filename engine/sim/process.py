@@ -32,12 +32,12 @@ class SharedClock:
         return {"_value": self._value}
 
 
-def _serve(conn: Any, graph_dir: Any, server: str, scenario: Any, seed: int, clock: SharedClock | None) -> None:
+def _serve(conn: Any, graph_dir: Any, server: str | None, scenario: Any, seed: int, clock: SharedClock | None) -> None:
     from engine.loader import load_graph
     from engine.sim import SyntheticAssets, start_embedded
 
-    graph = load_graph(graph_dir, server=server)
-    sim = start_embedded(graph, server=server, assets=SyntheticAssets(graph), scenario=scenario, seed=seed,
+    graph = load_graph(graph_dir).resolve(server)
+    sim = start_embedded(graph, assets=SyntheticAssets(graph), scenario=scenario, seed=seed,
                          clock=clock.now if clock is not None else time.monotonic)
     conn.send((sim.host, sim.port, sim.serial))
     try:
@@ -64,7 +64,7 @@ class SimProcess:
     _conn: Any
 
     @classmethod
-    def start(cls, graph_dir: Any = None, *, server: str = "en", scenario: Any = None, seed: int = 0,
+    def start(cls, graph_dir: Any = None, *, server: str | None = None, scenario: Any = None, seed: int = 0,
               clock: SharedClock | None = None, timeout: float = 60.0) -> SimProcess:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()

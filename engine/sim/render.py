@@ -163,9 +163,8 @@ class SyntheticAssets:
     so colour and template signatures of one button agree, as they do on real frames.
     """
 
-    def __init__(self, graph: Graph, server: str | None = None) -> None:
-        if graph.server is None:
-            graph = graph.for_server(server or graph.servers[0])
+    def __init__(self, graph: Graph) -> None:
+        graph = graph.require_resolved()
         self.server = graph.server
         self._templates: dict[str, Template] = {}
         for name, area, rgb, label in _template_uses(graph):
@@ -199,9 +198,7 @@ class Renderer:
     """Renders pages, popups, the loading screen and the unknown screen of one server-resolved graph."""
 
     def __init__(self, graph: Graph, assets: AssetPack | None = None) -> None:
-        if graph.server is None:
-            graph = graph.for_server(graph.servers[0])
-        self.graph = graph
+        self.graph = graph.require_resolved()
         self.assets = assets if assets is not None else SyntheticAssets(graph)
         self.width, self.height = graph.resolution
         self._buttons = {b.name: b for b in graph.buttons}

@@ -180,3 +180,39 @@ def test_serial_drives_a_device_behind_an_adb_server(tmp_path):
         finally:
             sim.kill()
             sim.wait(10)
+
+
+# --------------------------------------------------------------------------------------------- one door
+
+
+def test_goto_against_a_hung_device_answers_inside_the_goto_bound(tmp_path):
+    """`python -m engine goto` goes through the bounded tools: a device that never answers costs the goto's bound
+    (3 s here, from --policies), not a hang."""
+    scenario = tmp_path / "hung.yaml"
+    scenario.write_text("description: every device call hangs\nhang_p: 1.0\nhang_seconds: 60\n")
+    policies = tmp_path / "policies.yaml"
+    policies.write_text("policies:\n  goto: {attempts: 1, timeout: 3, wait: {type: none}, retry_on: []}\n")
+    proc = subprocess.run([sys.executable, "-m", "engine", "goto", "page_commission", "--json", "--scenario",
+                           str(scenario), "--policies", str(policies)], cwd=ROOT, env=_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr  # it ran and did not succeed: not bad input, not a crash
+    result = _json(proc)
+    assert (result["ok"], result["status"]) == (False, "timeout")
+    assert result["data"]["tool"] == "alas_goto" and result["data"]["target"] == "page_commission"
+    assert 2_900 <= result["data"]["elapsed_ms"] <= 3_500
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command, status, code", [
+    (["goto", "page_comission"], "unknown_page", 2),
+    (["run", "no_such_task"], "unknown_task", 2),
+    (["tap", "5000", "1"], "bad_argument", 2),
+    (["swipe", "1", "2", "3"], "bad_argument", 2),
+    (["state"], "verified", 0),
+])
+def test_every_device_command_prints_a_tool_result_with_one_exit_code_rule(command, status, code):
+    proc = subprocess.run([sys.executable, "-m", "engine", *command, "--json"], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    result = _json(proc)
+    assert (result["status"], proc.returncode) == (status, code), proc.stderr
+    assert result["data"]["tool"].startswith(("adb_", "alas_"))

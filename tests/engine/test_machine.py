@@ -67,3 +67,32 @@ def test_staleness(graph):
     assert not bm.is_stale(10)
     now[0] = 11.0
     assert bm.is_stale(10)
+
+
+def test_a_declared_link_is_an_arrival_and_anything_else_a_jump(graph):
+    bm = BeliefMachine(graph, clock=lambda: 0.0)
+    bm.relocalise("main", 1.0)
+    assert bm.belief.last_change == "jump" and bm.belief.previous_page == "page_unknown"
+    bm.arrive("menu", 0.9)  # main -> menu is declared
+    assert (bm.page, bm.belief.last_change, bm.belief.previous_page) == ("menu", "link", "main")
+    bm.arrive("menu", 0.9)  # no link menu -> menu: the observation still wins, as a jump
+    assert (bm.page, bm.belief.last_change) == ("menu", "jump")
+
+
+def test_a_link_arrival_on_weak_evidence_counts_as_a_jump(graph):
+    bm = BeliefMachine(graph, clock=lambda: 0.0)
+    bm.relocalise("main", 1.0)
+    bm.arrive("menu", 0.2)  # the condition refuses the link; what was seen still moves the belief
+    assert (bm.page, bm.belief.last_change, bm.belief.confidence) == ("menu", "jump", 0.2)
+
+
+def test_the_machine_refuses_a_link_the_graph_does_not_declare(graph):
+    from transitions import MachineError
+
+    bm = BeliefMachine(graph, clock=lambda: 0.0)
+    bm.relocalise("main", 1.0)
+    with pytest.raises(MachineError):
+        bm.belief.trigger("link_shop", confidence=1.0)  # main has no link to shop
+    assert bm.page == "main"
+    bm.relocalise(None, 0.0)
+    assert bm.belief.last_change == "lost" and bm.belief.to_dict()["believed_page"] == "page_unknown"

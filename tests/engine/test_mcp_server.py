@@ -23,6 +23,7 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import Client, MCPError, StdioServerParameters
 
+from engine.loader import load_graph
 from engine.results import SUGGESTED_ACTIONS
 from engine.transcript import read_lines
 
@@ -165,23 +166,6 @@ def test_bad_arguments_come_back_as_structured_errors(mcp):
     assert typo["status"] == "unknown_page" and "page_commission" in typo["data"]["suggestions"]
 
 
-def _far_page(start: str = "page_main") -> str:
-    """A page several hops from `start`."""
-    from engine.loader import load_graph
-    from engine.routes import plan_route
-
-    graph = load_graph()
-    best, hops = None, 0
-    for page in graph.page_names:
-        try:
-            n = len(plan_route(graph, start, page).hops)
-        except Exception:
-            continue
-        if n > hops:
-            best, hops = page, n
-    assert best is not None and hops >= 3
-    return best
-
 
 def _entries(workdir: Path, kind: str, tool: str = "goto") -> list[dict]:
     return [e for e in read_lines(workdir / "run" / "transcript.jsonl") if e["kind"] == kind and e.get("tool") == tool]
@@ -196,10 +180,10 @@ def _wait_for(predicate, seconds: float) -> bool:
     return False
 
 
-def test_health_and_state_answer_while_a_goto_runs(mcp, workdir):
+def test_health_and_state_answer_while_a_goto_runs(mcp, workdir, far_page):
     assert body(mcp.call("alas_goto", {"page": "page_main"}))["ok"]
     actions = len(_entries(workdir, "action"))
-    goto = mcp.start("alas_goto", {"page": _far_page()})
+    goto = mcp.start("alas_goto", {"page": far_page(load_graph(), "page_main")})
     try:
         assert _wait_for(lambda: len(_entries(workdir, "action")) > actions, 15)
         assert not goto.done()
@@ -212,13 +196,13 @@ def test_health_and_state_answer_while_a_goto_runs(mcp, workdir):
         goto.result(60)
 
 
-def test_a_cancelled_goto_stops_tapping_at_the_next_hop(mcp, workdir):
+def test_a_cancelled_goto_stops_tapping_at_the_next_hop(mcp, workdir, far_page):
     # Back to the start so the goto has a long way to go.
     assert body(mcp.call("alas_goto", {"page": "page_main"}))["ok"]
     actions = len(_entries(workdir, "action"))
     with pytest.raises(MCPError):
         # The client gives up after 1.5 s and sends notifications/cancelled.
-        mcp.call("alas_goto", {"page": _far_page()}, timeout=1.5)
+        mcp.call("alas_goto", {"page": far_page(load_graph(), "page_main")}, timeout=1.5)
     assert len(_entries(workdir, "action")) > actions  # it was navigating when cancelled
     assert _wait_for(lambda: any(e.get("status") == "cancelled" for e in _entries(workdir, "result")), 5)
     settled = len(_entries(workdir, "action"))
@@ -361,3 +345,80 @@ def test_stdout_carries_only_json_rpc_even_with_debug_logging():
     assert health["status"] == "healthy"
     assert answered[5]["result"]["isError"] is True
     assert b"DEBUG" in errors  # the logs went somewhere: stderr
+
+
+# --------------------------------------------------------------------------------------------- one ToolResult
+
+
+def _calls(page: str) -> list[tuple[str, dict]]:
+    """One call per tool, and the ways a call can fail before or after reaching the device."""
+    return [
+        ("alas_goto", {"page": page}),
+        ("adb_health", {}),
+        ("adb_screenshot", {}),
+        ("adb_tap", {"x": 5, "y": 5}),
+        ("adb_swipe", {"x1": 600, "y1": 300, "x2": 700, "y2": 300, "duration_ms": 100}),
+        ("alas_state", {}),
+        ("alas_tools", {}),
+        ("alas_run", {"name": "no_such_task"}),
+        ("alas_goto", {"page": "page_comission"}),
+        ("adb_tap", {"x": 5000, "y": 1}),
+        ("adb_tap", {"x": "ten", "y": 1}),
+        ("adb_tapp", {"x": 1, "y": 1}),
+    ]
+
+
+def test_every_tool_declares_the_tool_result_schema_and_every_answer_validates(mcp):
+    import jsonschema
+
+    from engine.results import DATA_KEYS, tool_result_schema
+
+    listed = {tool.name: tool for tool in mcp.list_tools().tools}
+    for tool in listed.values():
+        assert tool.output_schema is not None, tool.name
+        assert tool.output_schema["required"] == ["ok", "status", "text", "data"]
+    schema = tool_result_schema()
+    for name, arguments in _calls("page_main"):
+        result = body(mcp.call(name, arguments))
+        jsonschema.validate(result, listed.get(name, listed["adb_tap"]).output_schema)
+        jsonschema.validate(result, schema)
+        assert set(DATA_KEYS) <= set(result["data"]), (name, set(DATA_KEYS) - set(result["data"]))
+        assert result["data"]["tool"] == name
+
+
+def _stable(value):
+    """A result without what differs between two runs of the same call (timings, ages, file paths)."""
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items()
+                if k not in ("elapsed_ms", "latency_ms", "verified_age_s", "error_bundle", "png_bytes")}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 2)
+    return value
+
+
+def test_the_cli_and_mcp_give_the_same_tool_result_for_the_same_call(tmp_path):
+    """The contract over both faces: a fresh simulator, the same calls, the same ToolResults."""
+    flags = {
+        "alas_goto": lambda a: ["--goto", a["page"]],
+        "alas_tools": lambda a: ["--list-tools"],
+        "alas_run": lambda a: ["--run", a["name"]],
+        "adb_tap": lambda a: ["--tap", str(a["x"]), str(a["y"])],
+    }
+    calls = [(n, a) for n, a in _calls("page_reward") if n in flags and not isinstance(a.get("x", 0), str)]
+    client, close = open_client(server_params("--seed", "2"))
+    try:
+        over_mcp = [body(client.call(name, arguments)) for name, arguments in calls]
+    finally:
+        close()
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "ENGINE_SERIAL")}
+    for (name, arguments), mcp_result in zip(calls, over_mcp):
+        # Each CLI call opens a fresh simulator; the MCP server kept one, so only the first call (the goto from
+        # the start page) and calls that do not depend on the game's state are compared.
+        proc = subprocess.run([sys.executable, "-m", "engine", "cli", *flags[name](arguments), "--json",
+                               "--seed", "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        cli_result = json.loads(proc.stdout)
+        if name == "adb_tap" and arguments["x"] < 1280:
+            continue  # a tap's observation depends on where the game is
+        assert _stable(cli_result) == _stable(mcp_result), name

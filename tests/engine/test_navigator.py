@@ -17,6 +17,7 @@ from engine.observe import Observer
 from engine.policies import load_policies
 from engine.results import Observation, Verdict
 from engine.session import open_session
+from engine.tools import Tools
 from engine.sim import Scenario, SyntheticAssets, start_embedded
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "graphs" / "good"
@@ -66,7 +67,7 @@ def test_diff_verdicts():
 
 def test_plain_goto_reaches_and_verifies(session_factory):
     s = session_factory()
-    result = s.navigator.goto("page_commission")
+    result = s.tools.alas_goto("page_commission")
     assert result.ok and result.status == "verified"
     assert result.data["hops"] == 3  # login -> main -> reward -> commission
     assert s.navigator.belief.believed_page == "page_commission"
@@ -75,16 +76,16 @@ def test_plain_goto_reaches_and_verifies(session_factory):
 
 def test_popup_after_a_hop_is_dismissed_by_its_own_action(session_factory):
     s = session_factory(Scenario(popup_p=1.0, popups=["GET_ITEMS_1"]))
-    result = s.navigator.goto("page_commission")
+    result = s.tools.alas_goto("page_commission")
     assert result.ok, result.text
-    dismissals = [e for e in s.navigator.last_steps if e["kind"] == "dismiss"]
+    dismissals = [e for e in s.tools.last_run.steps if e["kind"] == "dismiss"]
     assert [d["popup"] for d in dismissals] == ["GET_ITEMS_1"] * 3  # one after each of the three hops
     assert_claim_matches_truth(result, s.sim.game, "page_commission")
 
 
 def test_two_popups_in_a_row(session_factory):
     s = session_factory()
-    s.navigator.goto("page_main")
+    s.tools.alas_goto("page_main")
     game = s.sim.game
     game.show_popup("GET_ITEMS_1")
     chained = []
@@ -95,19 +96,19 @@ def test_two_popups_in_a_row(session_factory):
         return "GET_ITEMS_2" if len(chained) == 1 else None
 
     game.faults.popup_after_dismiss = chain_once
-    result = s.navigator.goto("page_reward")
+    result = s.tools.alas_goto("page_reward")
     game.faults.popup_after_dismiss = original
     assert result.ok, result.text
-    popups = [e["popup"] for e in s.navigator.last_steps if e["kind"] == "dismiss"]
+    popups = [e["popup"] for e in s.tools.last_run.steps if e["kind"] == "dismiss"]
     assert popups == ["GET_ITEMS_1", "GET_ITEMS_2"]
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
 
 def test_a_popup_that_never_goes_away_is_reported_not_looped_on(session_factory):
     s = session_factory(Scenario(popup_chain_p=1.0, popups=["GET_ITEMS_1", "GET_ITEMS_2"]))
-    s.navigator.goto("page_main")
+    s.tools.alas_goto("page_main")
     s.sim.game.show_popup("GET_ITEMS_1")  # every dismissal brings the other one back
-    result = s.navigator.goto("page_reward")
+    result = s.tools.alas_goto("page_reward")
     assert not result.ok and result.status in ("popup_blocking", "stuck")
     assert result.data["screenshot_analysis"]["blocking_element"] in ("GET_ITEMS_1", "GET_ITEMS_2")
     assert result.data["screenshot_analysis"]["suggested_action"] in ("dismiss_popup_then_retry", "human")
@@ -116,15 +117,15 @@ def test_a_popup_that_never_goes_away_is_reported_not_looped_on(session_factory)
 
 def test_loading_screens_are_waited_out(session_factory):
     s = session_factory(Scenario(loading_min=0.3, loading_max=0.5))
-    result = s.navigator.goto("page_reward")
+    result = s.tools.alas_goto("page_reward")
     assert result.ok, result.text
-    assert any(e["kind"] == "observation" and e["page"] is None for e in s.navigator.last_steps)
+    assert any(e["kind"] == "observation" and e["page"] is None for e in s.tools.last_run.steps)
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
 
 def test_transient_adb_errors_are_retried(session_factory):
     s = session_factory(Scenario(adb_error_p=0.2), seed=3)
-    result = s.navigator.goto("page_commission")
+    result = s.tools.alas_goto("page_commission")
     assert result.ok, result.text
     assert s.sim.server.requests  # the faults went over the wire
     assert_claim_matches_truth(result, s.sim.game, "page_commission")
@@ -132,7 +133,7 @@ def test_transient_adb_errors_are_retried(session_factory):
 
 def test_black_frames_are_never_taken_for_a_page(session_factory):
     s = session_factory(Scenario(black_frame_p=0.3), seed=5)
-    result = s.navigator.goto("page_commission")
+    result = s.tools.alas_goto("page_commission")
     assert result.ok, result.text
     assert s.sim.game.truth()["black_frames"] > 0
     assert_claim_matches_truth(result, s.sim.game, "page_commission")
@@ -140,7 +141,7 @@ def test_black_frames_are_never_taken_for_a_page(session_factory):
 
 def test_a_dropped_tap_is_noticed_and_the_hop_retaken(session_factory):
     s = session_factory()
-    s.navigator.goto("page_main")
+    s.tools.alas_goto("page_main")
     s.sim.game.faults.scenario = Scenario(drop_tap_p=1.0)  # the next tap is lost ...
     original = s.sim.game.faults.drop_tap
     calls = []
@@ -150,42 +151,42 @@ def test_a_dropped_tap_is_noticed_and_the_hop_retaken(session_factory):
         return len(calls) == 1  # ... and only that one
 
     s.sim.game.faults.drop_tap = drop_once
-    result = s.navigator.goto("page_reward")
+    result = s.tools.alas_goto("page_reward")
     s.sim.game.faults.drop_tap = original
     assert result.ok, result.text
     assert s.sim.game.truth()["dropped_taps"] == 1
-    hops = [e for e in s.navigator.last_steps if e["kind"] == "action"]
+    hops = [e for e in s.tools.last_run.steps if e["kind"] == "action"]
     assert len(hops) == 2 and hops[0]["to"] == hops[1]["to"] == "page_reward"
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
 
 def test_landing_on_the_wrong_page_relocalises_and_replans(session_factory):
     s = session_factory()
-    assert s.navigator.goto("page_main").ok
+    assert s.tools.alas_goto("page_main").ok
     s.sim.game.goto("page_dock")  # the game is elsewhere than believed
-    result = s.navigator.goto("page_commission")
+    result = s.tools.alas_goto("page_commission")
     assert result.ok, result.text
-    verdicts = [e for e in s.navigator.last_steps if e["kind"] == "verdict"]
+    verdicts = [e for e in s.tools.last_run.steps if e["kind"] == "verdict"]
     assert verdicts[0]["verdict"] == "mismatch" and verdicts[0]["observed"] == "page_dock"
     assert_claim_matches_truth(result, s.sim.game, "page_commission")
 
 
 def test_an_unknown_screen_is_left_with_the_back_key(session_factory):
     s = session_factory()
-    assert s.navigator.goto("page_main").ok
+    assert s.tools.alas_goto("page_main").ok
     s.sim.game.unknown = True
-    result = s.navigator.goto("page_reward")
+    result = s.tools.alas_goto("page_reward")
     assert result.ok, result.text
-    rungs = [e["rung"] for e in s.navigator.last_steps if e["kind"] == "recover"]
+    rungs = [e["rung"] for e in s.tools.last_run.steps if e["kind"] == "recover"]
     assert rungs == ["back"]
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
 
 def test_a_hung_device_gives_a_bounded_structured_error(session_factory):
     s = session_factory()
-    assert s.navigator.goto("page_main").ok
+    assert s.tools.alas_goto("page_main").ok
     s.sim.game.faults.scenario = Scenario(hang_p=1.0, hang_seconds=30)
-    result = s.navigator.goto("page_reward")
+    result = s.tools.alas_goto("page_reward")
     assert not result.ok
     assert result.status in ("timeout", "device_offline")
     assert result.data["health"]["status"] == "timeout"
@@ -195,7 +196,7 @@ def test_a_hung_device_gives_a_bounded_structured_error(session_factory):
 
 def test_an_unknown_page_name_suggests_the_closest(session_factory):
     s = session_factory()
-    result = s.navigator.goto("page_comission")
+    result = s.tools.alas_goto("page_comission")
     assert not result.ok and result.status == "unknown_page"
     assert "page_commission" in result.data["suggestions"]
     assert s.sim.game.truth()["taps"] == 0  # nothing was done
@@ -203,7 +204,7 @@ def test_an_unknown_page_name_suggests_the_closest(session_factory):
 
 def test_the_page_prefix_may_be_left_out(session_factory):
     s = session_factory()
-    result = s.navigator.goto("reward")
+    result = s.tools.alas_goto("reward")
     assert result.ok and result.data["target"] == "page_reward"
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
@@ -212,7 +213,7 @@ def test_cancel_stops_at_the_next_hop_boundary(session_factory):
     s = session_factory()
     cancel = threading.Event()
     cancel.set()
-    result = s.navigator.goto("page_commission", cancel=cancel)
+    result = s.tools.alas_goto("page_commission", cancel=cancel)
     assert not result.ok and result.status == "cancelled"
     assert s.sim.game.truth()["taps"] == 0
 
@@ -246,8 +247,9 @@ def test_a_ping_pong_trips_stuck_detection():
         policies = load_policies()
         device = open_device(sim.serial, graph=real, policies=policies, adb_host=sim.host, adb_port=sim.port)
         try:
-            nav = Navigator(device, believed, Observer(believed, assets), policies)
-            result = nav.goto("page_settings")
+            observer = Observer(believed, assets)
+            tools = Tools(device, believed, observer, policies, navigator=Navigator(device, believed, observer))
+            result = tools.alas_goto("page_settings")
         finally:
             device.close()
         assert not result.ok and result.status == "stuck", result.text

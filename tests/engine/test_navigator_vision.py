@@ -13,6 +13,7 @@ from engine.loader import load_graph
 from engine.navigator import Navigator
 from engine.observe import Observer
 from engine.policies import load_policies
+from engine.tools import Tools
 from engine.sim import SyntheticAssets, start_embedded
 from verifiers.vision import VisionClient
 
@@ -40,9 +41,9 @@ def rig(fake_gemini):
     vision = VisionClient(KEY, model="gemini-test", base_url=fake_gemini.url, timeout_s=5)
     with start_embedded(graph, assets=assets) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
-        observer = Observer(graph, WithoutAsset(assets, graph.button("GET_ITEMS_1").asset))
-        nav = Navigator(device, graph, observer, policies, vision=vision)
-        yield nav, sim.game, fake_gemini
+        observer = Observer(graph, WithoutAsset(assets, graph.button("GET_ITEMS_1").asset), vision=vision)
+        tools = Tools(device, graph, observer, policies, navigator=Navigator(device, graph, observer))
+        yield tools, sim.game, fake_gemini
         device.close()
     vision.close()
 
@@ -55,13 +56,13 @@ def _answer(**over):
 
 def test_vision_names_a_known_popup_and_the_navigator_dismisses_it(rig):
     nav, game, gemini = rig
-    assert nav.goto("page_main").ok
+    assert nav.alas_goto("page_main").ok
     game.show_popup("GET_ITEMS_1")
     gemini.answer = _answer(popup="GET_ITEMS_1", blocking_element="GET_ITEMS_1")
-    result = nav.goto("page_reward")
+    result = nav.alas_goto("page_reward")
     assert result.ok, result.text
     assert result.data["vision_calls"] == 1 and len(gemini.calls) == 1
-    rungs = [e["rung"] for e in nav.last_steps if e["kind"] == "recover"]
+    rungs = [e["rung"] for e in nav.last_run.steps if e["kind"] == "recover"]
     assert rungs[-1] == "vision" and rungs[0] == "back"
     truth = game.truth()
     assert truth["page"] == "page_reward" and not truth["popups"]
@@ -69,11 +70,11 @@ def test_vision_names_a_known_popup_and_the_navigator_dismisses_it(rig):
 
 def test_an_off_list_vision_answer_is_not_acted_on(rig):
     nav, game, gemini = rig
-    assert nav.goto("page_main").ok
+    assert nav.alas_goto("page_main").ok
     game.show_popup("GET_ITEMS_1")
     gemini.answer = _answer(popup="SOMETHING_ELSE")
     taps_before = game.truth()["taps"]
-    result = nav.goto("page_reward")
+    result = nav.alas_goto("page_reward")
     assert not result.ok and result.status == "unknown_screen"
     assert result.data["screenshot_analysis"]["suggested_action"] == "use_vision"
     assert game.truth()["popups"] == ["GET_ITEMS_1"]  # still there: nothing unsafe was tapped for it

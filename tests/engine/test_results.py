@@ -18,7 +18,7 @@ def test_the_suggested_actions_are_a_closed_set():
 
 
 def test_every_navigation_failure_suggests_an_action_from_the_closed_set():
-    from engine.navigator import _suggest
+    from engine.results import suggested_action as _suggest
 
     for status in ("popup_blocking", "unknown_screen", "timeout", "cancelled", "stuck", "device_offline",
                    "adb_server_down", "device_not_found", "black_screen", "bad_frame", "no_route", "other"):

@@ -38,22 +38,22 @@ def test_login_reaches_the_main_menu_through_announcements(session):
     game = session.sim.game
     assert game.truth()["page"] == "page_login"
     game.show_popup("LOGIN_ANNOUNCE")
-    result = session.navigator.run("login")
+    result = session.tools.alas_run("login")
     assert result.ok, result.text
     truth = game.truth()
     assert truth["page"] == "page_main" and not truth["popups"]
-    assert any(e["kind"] == "dismiss" for e in session.navigator.last_steps)
+    assert any(e["kind"] == "dismiss" for e in session.tools.last_run.steps)
 
 
 def test_mail_collect_taps_the_control_and_clears_the_reward(session):
-    result = session.navigator.run("mail.collect")
+    result = session.tools.alas_run("mail.collect")
     assert result.ok, result.text
     truth = session.sim.game.truth()
     assert truth["page"] == "page_mail" and not truth["popups"] and truth["controls"] == 1
 
 
 def test_commission_status_reads_the_fields_with_ocr(session):
-    result = session.navigator.run("commission.status")
+    result = session.tools.alas_run("commission.status")
     assert result.ok, result.text
     fields = {f.name: f.sample for f in session.graph.page("page_commission").fields}
     assert result.data["values"] == {"running": fields["commission_running"], "daily": fields["commission_daily"]}
@@ -61,7 +61,7 @@ def test_commission_status_reads_the_fields_with_ocr(session):
 
 
 def test_unknown_task_names_suggest_the_closest(session):
-    result = session.navigator.run("mail.colect")
+    result = session.tools.alas_run("mail.colect")
     assert not result.ok and result.status == "unknown_task"
     assert result.data["suggestions"][0] == "mail.collect"
 
@@ -94,11 +94,11 @@ tasks:
 def test_tasks_run_on_any_graph_and_success_is_checked_by_observation(tmp_path):
     folder = _demo_with_tasks(tmp_path, GOOD_DEMO_TASKS)
     with open_session(graph_dir=folder) as s:
-        assert s.navigator.task_list()[0]["name"] == "collect"
-        ok = s.navigator.run("collect")
+        assert s.tools.alas_tools().data["tasks"][0]["name"] == "collect"
+        ok = s.tools.alas_run("collect")
         assert ok.ok, ok.text
         assert s.sim.game.truth()["controls"] == 1
-        claimed = s.navigator.run("claims_too_much")
+        claimed = s.tools.alas_run("claims_too_much")
         assert not claimed.ok and claimed.status == "not_verified"
         assert s.sim.game.truth()["page"] == "page_mail"
 
@@ -138,7 +138,7 @@ def test_a_recorded_goto_is_saved_as_a_trace_and_replays_as_a_task(tmp_path):
     from engine.transcript import load_trace
 
     with open_session(transcript_dir=tmp_path) as s:
-        assert s.navigator.goto("page_commission").ok
+        assert s.tools.alas_goto("page_commission").ok
         traces = sorted((tmp_path / "traces").glob("*.json"))
         assert traces, "a successful goto leaves a trace"
         trace = load_trace(traces[-1])
@@ -147,9 +147,9 @@ def test_a_recorded_goto_is_saved_as_a_trace_and_replays_as_a_task(tmp_path):
         assert hops[-1]["success"] == {"page": "page_commission"}
         task = task_from_trace(trace, "replay.commission")
         assert [step.page for step in task.steps] == ["page_main", "page_reward", "page_commission"]
-        s.navigator.tasks = TaskBook([task])
+        s.tasks.book = TaskBook([task])
         s.sim.game.goto("page_dock")  # replays from wherever the game is
-        replay = s.navigator.run("replay.commission")
+        replay = s.tools.alas_run("replay.commission")
         assert replay.ok, replay.text
         assert s.sim.game.truth()["page"] == "page_commission"
 
@@ -158,10 +158,10 @@ def test_a_failed_goto_leaves_an_error_bundle_with_frames_and_the_transcript_sli
     from engine.sim import Scenario
 
     with open_session(transcript_dir=tmp_path) as s:
-        assert s.navigator.goto("page_main").ok
+        assert s.tools.alas_goto("page_main").ok
         s.sim.game.faults.scenario = Scenario(popup_chain_p=1.0, popups=["GET_ITEMS_1", "GET_ITEMS_2"])
         s.sim.game.show_popup("GET_ITEMS_1")
-        result = s.navigator.goto("page_reward")
+        result = s.tools.alas_goto("page_reward")
         assert not result.ok
         bundle = Path(result.data["error_bundle"])
         assert bundle.parent == tmp_path / "error_bundles"

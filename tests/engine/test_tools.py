@@ -16,9 +16,9 @@ import pytest
 from engine.device.health import Health
 from engine.errors import DeviceOffline
 from engine.policies import load_policies
-from engine.results import SUGGESTED_ACTIONS
+from engine.results import SUGGESTED_ACTIONS, ToolResult
 from engine.schema import Graph, Page
-from engine.tools import SPECS, TOOL_NAMES, ImageResult, Tools
+from engine.tools import SPECS, TOOL_NAMES, Tools
 
 DATA_KEYS = {"tool", "target", "tool_success", "state_verification", "expected", "observed", "attempts",
              "elapsed_ms", "evidence", "screenshot_analysis", "observation"}
@@ -211,7 +211,7 @@ def test_device_errors_and_bugs_come_back_as_results(fake_tools, phone):
 def test_screenshot_is_a_png_of_the_frame_with_a_black_flag(fake_tools, phone):
     result = fake_tools.adb_screenshot()
     assert_shape(result, "adb_screenshot")
-    assert isinstance(result, ImageResult) and result.ok and result.data["black_frame"] is False
+    assert isinstance(result, ToolResult) and result.png and result.ok and result.data["black_frame"] is False
     decoded = cv2.imdecode(np.frombuffer(result.png, np.uint8), cv2.IMREAD_COLOR)
     assert np.array_equal(decoded, phone.frame)
     assert "png" not in result.to_dict()["data"]
@@ -259,22 +259,6 @@ def sim_tools(session):
     tools.close()
 
 
-def _far_page(session) -> str:
-    """A page several hops from where the game starts, so a goto there takes a while."""
-    from engine.routes import plan_route
-
-    start = session.sim.game.truth()["page"]
-    best, hops = None, 0
-    for page in session.graph.page_names:
-        try:
-            n = len(plan_route(session.graph, start, page).hops)
-        except Exception:
-            continue
-        if n > hops:
-            best, hops = page, n
-    assert best is not None and hops >= 3
-    return best
-
 
 def test_every_tool_answers_against_the_simulator(sim_tools, session):
     page = session.graph.page_names[0]
@@ -300,9 +284,9 @@ def test_every_tool_answers_against_the_simulator(sim_tools, session):
     assert sim_tools.alas_run("no_such_task").status == "unknown_task"
 
 
-def test_health_and_state_answer_while_a_goto_runs_and_a_cancel_stops_its_taps(sim_tools, session):
+def test_health_and_state_answer_while_a_goto_runs_and_a_cancel_stops_its_taps(sim_tools, session, far_page):
     game = session.sim.game
-    target = _far_page(session)
+    target = far_page(session.graph, session.sim.game.truth()["page"])
     cancel = threading.Event()
     outcome: list = []
     before = game.counters["hops"]

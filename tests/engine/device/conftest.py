@@ -103,4 +103,4 @@ def tiny_graph() -> Graph:
                 {"name": "page_b", "links": [{"to": "page_main", "action": {"type": "key", "key": "back"}}]},
             ],
         }
-    )
+    ).resolve()

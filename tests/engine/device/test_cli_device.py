@@ -22,8 +22,8 @@ def test_health_exits_non_zero_when_unhealthy(capsys, dead_port):
 
 def test_screenshot_writes_a_frame(tmp_path, capsys):
     out = tmp_path / "shot.png"
-    assert main(["screenshot", str(out)]) == 0
-    assert json.loads(capsys.readouterr().out)["path"] == str(out)
+    assert main(["screenshot", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["data"]["path"] == str(out)
     assert cv2.imread(str(out)).shape == (720, 1280, 3)
 
 

@@ -28,8 +28,15 @@ class FakeClock:
 
 
 @pytest.fixture(scope="session")
-def tiny_graph() -> Graph:
+def tiny_graph_all_servers() -> Graph:
+    """The tiny graph as written, with its per-server values (en and cn)."""
     return Graph.model_validate(yaml.safe_load((HERE / "tiny_graph.yaml").read_text()))
+
+
+@pytest.fixture(scope="session")
+def tiny_graph(tiny_graph_all_servers: Graph) -> Graph:
+    """The tiny graph resolved for its first server (en), as a session resolves it."""
+    return tiny_graph_all_servers.resolve()
 
 
 @pytest.fixture

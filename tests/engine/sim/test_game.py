@@ -41,9 +41,9 @@ def test_tap_edges_of_a_click_area(game):
     assert game.truth()["page"] == "page_shop"
 
 
-def test_click_area_overrides_area_and_follows_the_server(tiny_graph, clock):
-    en = SimGame(tiny_graph, server="en", clock=clock)
-    cn = SimGame(tiny_graph, server="cn", clock=clock)
+def test_click_area_overrides_area_and_follows_the_server(tiny_graph_all_servers, clock):
+    en = SimGame(tiny_graph_all_servers.resolve("en"), clock=clock)
+    cn = SimGame(tiny_graph_all_servers.resolve("cn"), clock=clock)
     for g in (en, cn):
         g.goto("page_main")
         g.tap(452, 262)  # inside en's click area [450,260,610,330], outside cn's [455,265,605,325]
@@ -152,7 +152,7 @@ def test_frame_shape_and_type(game, tiny_graph):
 def test_azur_lane_graph_login_to_main():
     from engine.loader import load_graph
 
-    game = SimGame(load_graph(), server="en")
+    game = SimGame(load_graph().resolve("en"))
     graph = game.graph
     start = graph.page(game.truth()["page"])
     link = next(link for link in start.links if link.to == "page_main")

@@ -58,8 +58,9 @@ def test_template_signature_pixels_are_the_synthetic_packs_template(tiny_graph):
     assert best > 0.99 and loc == (20, 60)
 
 
-def test_synthetic_templates_depend_on_the_name_only(tiny_graph):
-    en, cn = SyntheticAssets(tiny_graph, "en"), SyntheticAssets(tiny_graph, "cn")
+def test_synthetic_templates_depend_on_the_name_only(tiny_graph_all_servers):
+    en = SyntheticAssets(tiny_graph_all_servers.resolve("en"))
+    cn = SyntheticAssets(tiny_graph_all_servers.resolve("cn"))
     assert np.array_equal(en.get("ui/BACK").frames[0], cn.get("ui/BACK").frames[0])
     assert "ui/SHOP_CHECK_CN" in set(cn.names()) and "ui/SHOP_CHECK_CN" not in set(en.names())
     assert not np.array_equal(en.get("ui/SHOP_CHECK").frames[0], en.get("ui/DOCK_CHECK").frames[0])
