@@ -98,6 +98,28 @@ def chaos(graph, loading_p: float = 0.2) -> Scenario:
     )
 
 
+def harsh(graph, loading_p: float = 0.2) -> Scenario:
+    """The hardening issue's mix: faults that compound, ADB errors included, on top of the chaos above."""
+    return Scenario(
+        description="issue 10 soak: popups after 30% of hops with chains, 10% dropped taps, 5% unknown screens, "
+                    "2% crashes to the login screen, 5% black frames, 5% ADB errors",
+        popup_p=0.30,
+        popup_chain_p=0.5,
+        popups=[p.name for p in graph.popups if p.name not in EXCLUDED_POPUPS],
+        loading_min=0.2,
+        loading_max=1.5,
+        loading_p=loading_p,
+        adb_error_p=0.05,
+        black_frame_p=0.05,
+        drop_tap_p=0.10,
+        unknown_p=0.05,
+        crash_p=0.02,
+    )
+
+
+MIXES = {"chaos": chaos, "harsh": harsh}
+
+
 def unambiguous(graph):
     """The graph without links whose button also leads elsewhere from the same page.
 
@@ -150,7 +172,7 @@ def classify_all_ms(graph, assets) -> float:
     return 1000 * statistics.median(samples)
 
 
-def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2) -> dict:
+def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2, mix: str = "chaos") -> dict:
     graph = load_graph().resolve("en")
     assets = SyntheticAssets(graph)
     policies = load_policies()
@@ -162,7 +184,7 @@ def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2) -> dict:
     baseline_ms = classify_all_ms(graph, assets)
     # The simulator runs in its own process, as a phone would: in-process, its server threads compete for the
     # GIL and more than triple the CPU time this thread spends per observation.
-    with SimProcess.start(server="en", scenario=chaos(graph, loading_p), seed=seed, clock=clock) as sim:
+    with SimProcess.start(server="en", scenario=MIXES[mix](graph, loading_p), seed=seed, clock=clock) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port,
                              sleep=clock.sleep)
         try:
@@ -206,6 +228,7 @@ def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2) -> dict:
     per_hop_cpu_ms = [1000 * o["cpu_s"] / o["hops"] for o in outcomes if o["hops"]]
     return {
         "gotos": gotos,
+        "mix": mix,
         "loading_p": loading_p,
         "success_rate": sum(o["ok"] for o in outcomes) / gotos,
         "false_successes": sum(o["false_success"] for o in outcomes),
@@ -231,7 +254,7 @@ def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2) -> dict:
 
 def _report(stats: dict) -> None:
     print(
-        f"\nsoak (loading after {stats['loading_p']:.0%} of hops): {stats['gotos']} gotos, success "
+        f"\nsoak ({stats['mix']}, loading after {stats['loading_p']:.0%} of hops): {stats['gotos']} gotos, success "
         f"{stats['success_rate']:.1%}, false successes {stats['false_successes']}, {stats['hops_per_goto']:.2f} "
         f"hops/goto, CPU/hop p50 {stats['cpu_ms_per_hop_p50']:.2f} ms (p90 {stats['cpu_ms_per_hop_p90']:.2f}; "
         f"without looks at loading screens {stats['decision_cpu_ms_per_hop_p50']:.2f}; with ADB client and frame "
@@ -243,21 +266,22 @@ def _report(stats: dict) -> None:
     )
 
 
-def _assert_reliable(stats: dict) -> None:
+def _assert_reliable(stats: dict, success: float = 0.99) -> None:
     assert stats["false_successes"] == 0
-    assert stats["success_rate"] >= 0.99, stats["failures"]
+    assert stats["success_rate"] >= success, stats["failures"]
     assert stats["max_goto_wall_s"] <= stats["bound_s"]
     assert stats["max_goto_virtual_s"] <= stats["bound_s"]
     assert stats["vision_escalation_rate"] <= 0.01
 
 
-def _soak(benchmark, capsys, gotos: int, loading_p: float) -> dict:
+def _soak(benchmark, capsys, gotos: int, loading_p: float, mix: str = "chaos", success: float = 0.99) -> dict:
     """Run one soak under pytest-benchmark, print its numbers into the log and check the reliability targets."""
-    stats = benchmark.pedantic(run_soak, args=(gotos,), kwargs={"loading_p": loading_p}, rounds=1, iterations=1)
+    stats = benchmark.pedantic(run_soak, args=(gotos,), kwargs={"loading_p": loading_p, "mix": mix}, rounds=1,
+                               iterations=1)
     benchmark.extra_info.update({k: v for k, v in stats.items() if k != "failures"})
     with capsys.disabled():  # the soak's numbers belong in the CI log
         _report(stats)
-    _assert_reliable(stats)
+    _assert_reliable(stats, success)
     return stats
 
 
@@ -280,3 +304,12 @@ def test_soak_with_a_loading_screen_after_every_hop(benchmark, capsys):
     regressions."""
     stats = _soak(benchmark, capsys, max(GOTOS // 2, 20), loading_p=1.0)
     assert stats["cpu_per_hop_over_classify_all"] <= 5.0
+
+
+@pytest.mark.soak
+def test_soak_under_faults_that_compound(benchmark, capsys):
+    """The hardening issue's harsher mix (popups after 30% of hops with chains, 10% dropped taps, 5% unknown
+    screens, 2% crashes to the login screen, 5% black frames, 5% ADB errors): device faults that come back to back
+    are ridden out, so at least 99.5% of gotos arrive, with zero false successes. CI runs a short form;
+    `SOAK_GOTOS=1000` runs the issue's 1000."""
+    _soak(benchmark, capsys, GOTOS, loading_p=0.2, mix="harsh", success=0.995)

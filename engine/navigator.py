@@ -8,7 +8,8 @@ expectation, the observation is diffed against it into a Verdict, and the verdic
     LOADING       wait, look again (an unchanged frame right after a tap counts too)
     MISMATCH      relocalise the belief to the page seen, re-plan from there
     UNKNOWN       recovery ladder: back key, a visible home button, the vision model, then a structured error
-    DEVICE_ERROR  a fault the device's own retries did not cure: look again, up to MAX_DEVICE_FAULTS in a row
+    DEVICE_ERROR  a fault the device's own retries did not cure: probe its health; while it answers, back off
+                  and look again (the run's bound is the only limit); MAX_DEVICE_FAULTS on an unhealthy device end it
 
 Time, cancellation and the record of what happened belong to the run's context (engine.context); actions go
 through the actuator (engine.actuator). The public calls return an Outcome, never raise for a navigation
@@ -56,8 +57,9 @@ STALE_S = 10.0
 MAX_STEPS = 400
 """Hard cap on loop iterations of one navigation, beside its time bound."""
 MAX_DEVICE_FAULTS = 3
-"""Device faults in a row (each already retried by the device under its policy) one navigation rides out by
-looking again before it stops with the health probe's verdict."""
+"""Device faults in a row, each followed by a health probe that says the device does not answer, before a
+navigation stops with the probe's verdict. Faults on a device that answers its probe are transient whatever their
+number (each was already retried by the device under its policy): only the run's bound limits them."""
 
 
 def diff(obs: Observation, expected: str | None, *, waiting: bool, blocking: bool) -> Verdict:
@@ -100,12 +102,9 @@ class _Course:
 
     expected: str | None
     waiting_until: float = 0.0
-    ladder: int = 0
-    """Rungs of the recovery ladder already tried on this unknown screen."""
-    faults: int = 0
-    """Device faults in a row."""
-    fault: TransientDeviceError | None = None
-    """The fault the last step ended with, if any: the next verdict is DEVICE_ERROR."""
+    ladder: int = 0  # rungs of the recovery ladder already tried on this unknown screen
+    faults: int = 0  # device faults in a row
+    fault: TransientDeviceError | None = None  # the fault the last step ended with: the next verdict is DEVICE_ERROR
 
 
 class Navigator:
@@ -183,12 +182,15 @@ class Navigator:
 
         Raises:
             NavigationError: no route, stuck, a popup that stays, an unknown screen recovery did not fix.
-            DeviceError: more device faults in a row than MAX_DEVICE_FAULTS, or a persistent one.
+            DeviceError: a persistent fault, or MAX_DEVICE_FAULTS in a row on a device that fails its probe.
             Interrupted: cancelled, or past the run's deadline.
         """
         stale = self.machine.is_stale(STALE_S)
         course = _Course(expected=None if stale else self.machine.page)
-        obs = self.look(ctx, expected=course.expected)
+        try:
+            obs = self.look(ctx, expected=course.expected)
+        except TransientDeviceError as exc:  # even the first look: a fault is a verdict, not the end
+            obs, course.fault = Observation(None), exc
         for _ in range(MAX_STEPS):
             ctx.checkpoint()
             verdict = Verdict.DEVICE_ERROR if course.fault else diff(
@@ -205,8 +207,10 @@ class Navigator:
                     raise Stuck(stuck, page=obs.page)
             try:
                 obs = self._react(ctx, verdict, obs, course, target)
-                course.fault = None
+                course.fault, course.faults = None, 0
             except TransientDeviceError as exc:
+                if course.faults >= MAX_DEVICE_FAULTS:
+                    raise  # _ride_out gave up on a device that fails its probe
                 course.fault = exc
         raise NavigationError(f"gave up after {MAX_STEPS} steps without reaching {target}")
 
@@ -224,15 +228,21 @@ class Navigator:
             course.expected = None
             return obs
         if verdict is Verdict.DEVICE_ERROR:
-            course.faults += 1
-            ctx.record("device_fault", error=type(course.fault).__name__, message=str(course.fault),
-                       count=course.faults)
-            if course.faults >= MAX_DEVICE_FAULTS:
-                raise course.fault
-            ctx.wait(POLL_S)
-            course.expected = None
-            return self.look(ctx, expected=None)
+            return self._ride_out(ctx, course)
         return self._hop(ctx, obs, course, target)
+
+    def _ride_out(self, ctx: RunContext, course: _Course) -> Observation:
+        """After a device fault: probe the device; a device that answers had a passing fault, one that does not
+        gets MAX_DEVICE_FAULTS tries in a row. Back off (doubling) and look again."""
+        health = self.device.health()
+        course.faults = 1 if getattr(health, "ok", False) else course.faults + 1
+        ctx.record("device_fault", error=type(course.fault).__name__, message=str(course.fault),
+                   health=getattr(health, "status", None), in_a_row=course.faults)
+        if course.faults >= MAX_DEVICE_FAULTS:
+            raise course.fault
+        ctx.wait(min(POLL_S * 2 ** course.faults, MAX_POLL_S))
+        course.expected = None
+        return self.look(ctx, expected=None)
 
     def _hop(self, ctx: RunContext, obs: Observation, course: _Course, target: str) -> Observation:
         """From a verified page, take the next link of the route and wait for its effect."""
@@ -245,9 +255,7 @@ class Navigator:
         settings = self.graph.settings(self.graph.page(course.expected), link)
         course.waiting_until = ctx.clock() + max(SETTLE_S, settings.loading or 0.0)
         self._take(ctx, link, obs)
-        obs = self._settle(ctx, course.expected, source, course.waiting_until)
-        course.faults = 0
-        return obs
+        return self._settle(ctx, course.expected, source, course.waiting_until)
 
     def _believe(self, verdict: Verdict, obs: Observation, expected: str | None) -> None:
         """A known page was seen: what was seen wins over what was believed."""
@@ -276,8 +284,7 @@ class Navigator:
         return obs
 
     def is_blocking(self, obs: Observation) -> bool:
-        """Whether any popup in `obs` blocks navigation."""
-        return any(self.graph.popup(name).blocking for name in obs.popups)
+        return any(self.graph.popup(name).blocking for name in obs.popups)  # does a popup block navigation?
 
     def _next_link(self, page: str, target: str) -> Link:
         hops = list(plan_route(self.graph, page, target).hops)

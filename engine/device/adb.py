@@ -177,18 +177,21 @@ class AdbDevice:
     def reconnect(self) -> None:
         """Forget what the server told us and, for a host:port serial, ``adb disconnect`` + ``adb connect``.
 
-        Bounded by the health policy; failures are logged, not raised (the next attempt reports them).
+        Two tries, each bounded by the health policy; failures are logged, not raised (the next attempt reports
+        them).
         """
         self._client.forget_version()
         if not self._connect:
             return
-        try:
-            with self._client.bounded(self.policies.get("health").timeout):
-                self._client.disconnect(self._serial)
-                answer = self._client.connect(self._serial)
-            log.info("reconnect %s: %s", self._serial, answer)
-        except (adbutils.AdbError, OSError) as exc:
-            log.info("reconnect %s failed: %s", self._serial, classify(exc, self._serial))
+        for attempt in (1, 2):  # a reconnect that fails once (the server was busy) is tried once more
+            try:
+                with self._client.bounded(self.policies.get("health").timeout):
+                    self._client.disconnect(self._serial)
+                    answer = self._client.connect(self._serial)
+                log.info("reconnect %s: %s", self._serial, answer)
+                return
+            except (adbutils.AdbError, OSError) as exc:
+                log.info("reconnect %s failed (attempt %d): %s", self._serial, attempt, classify(exc, self._serial))
 
     def close(self) -> None:
         # Every call opens its own connection, so only what others attached (an embedded simulator) is released.

@@ -254,3 +254,63 @@ def test_a_ping_pong_trips_stuck_detection():
             device.close()
         assert not result.ok and result.status == "stuck", result.text
         assert sim.game.truth()["taps"] <= 15
+
+
+# ---------------------------------------------------------------------------------------------- device faults
+
+
+class Flaky:
+    """The session's phone, whose screenshots fail on the calls numbered in `failing` (each such failure stands for
+    one whose own retries were all spent): faults that come back to back. `sick` makes its health probe fail too."""
+
+    def __init__(self, device, failing: set[int], sick: bool = False) -> None:
+        self.device, self.failing, self.sick, self.calls = device, failing, sick, 0
+
+    def __getattr__(self, name):
+        return getattr(self.device, name)
+
+    def screenshot(self, **kwargs):
+        self.calls += 1
+        if self.calls in self.failing:
+            from engine.errors import ConnectionLost
+
+            raise ConnectionLost("connection dropped mid-answer", serial=self.device.serial)
+        return self.device.screenshot(**kwargs)
+
+    def health(self):
+        from engine.device.health import Health
+
+        if self.sick:
+            return Health(status="device_offline", serial=self.device.serial, adb_connected=True,
+                          emulator_running=True, screenshot_ok=False)
+        return self.device.health()
+
+
+def _flaky_tools(s, flaky):
+    navigator = Navigator(flaky, s.graph, s.observer)
+    return Tools(flaky, s.graph, s.observer, s.policies, navigator=navigator)
+
+
+def test_faults_that_come_back_to_back_are_ridden_out_while_the_device_answers(session_factory):
+    from engine.navigator import MAX_DEVICE_FAULTS
+
+    s = session_factory()
+    burst = set(range(1, 3 + MAX_DEVICE_FAULTS))  # the very first look and more looks in a row than the old limit
+    tools = _flaky_tools(s, Flaky(s.device, burst))
+    result = tools.alas_goto("page_commission")
+    assert result.ok, result.text
+    faults = [e for e in tools.last_run.steps if e["kind"] == "device_fault"]
+    assert len(faults) == len(burst) and {f["health"] for f in faults} == {"healthy"}
+    assert_claim_matches_truth(result, s.sim.game, "page_commission")
+
+
+def test_faults_on_a_device_that_fails_its_probe_end_with_the_probes_verdict(session_factory):
+    from engine.navigator import MAX_DEVICE_FAULTS
+
+    s = session_factory()
+    tools = _flaky_tools(s, Flaky(s.device, set(range(1, 100)), sick=True))
+    result = tools.alas_goto("page_commission")
+    assert (result.ok, result.status) == (False, "device_offline")
+    faults = [e for e in tools.last_run.steps if e["kind"] == "device_fault"]
+    assert len(faults) == MAX_DEVICE_FAULTS and result.data["health"]["status"] == "device_offline"
+    assert s.sim.game.truth()["taps"] == 0  # it never acted on a screen it could not see
