@@ -1,5 +1,6 @@
-"""Checking a read graph as a whole: duplicate names, dangling references, areas off the screen, unsafe asset names,
-per-server mappings naming unknown servers, pages that can never be reached or told apart.
+"""Checking a read graph as a whole: duplicate names, dangling references (pages, buttons, popups, policies),
+areas off the screen, unsafe asset names, per-server mappings naming unknown servers, pages that can never be reached
+or told apart.
 
 Everything that can be checked before the first tap is checked here (MaaFramework's PipelineChecker); each problem
 is a ``yamlsrc.Problem`` with file:line:col, found through the ``graphfiles.Src`` of the value at fault.
@@ -83,8 +84,10 @@ def _asset_problem(name: Any) -> str | None:
 class Checker:
     """Every cross-item check of one read graph; ``run()`` appends to the problems, ``build()`` makes the Graph."""
 
-    def __init__(self, collected: Collected, origin: Path) -> None:
+    def __init__(self, collected: Collected, origin: Path, policy_names: set[str] | None = None) -> None:
         self.c = collected
+        self.policy_names = policy_names
+        """The policies a hop may name (None: not checked)."""
         self.origin = origin
         self.problems = collected.problems
         self.wide = {k: v for k, (v, _) in collected.wide.items()}
@@ -151,11 +154,16 @@ class Checker:
             if width <= 0 or height <= 0:
                 self.error(src, f"resolution must be positive, got {width}x{height}")
                 self.resolution = None
+        if "defaults" in self.c.wide:
+            defaults, src = self.c.wide["defaults"]
+            self.check_policy_ref(defaults.policy, src, "defaults.policy", "policy")
 
     # ---- per-item checks
 
     def check_page(self, page: Page, src: Src) -> None:
         self.check_areas_and_assets(page, src)
+        if page.defaults is not None:
+            self.check_policy_ref(page.defaults.policy, src, "defaults.policy", "defaults", "policy")
         for sig, path in self._signatures(page.signatures, ("signatures",)):
             self.check_signature(sig, Src(src.locator, src.path + path))
         for i, link in enumerate(page.links):
@@ -164,6 +172,7 @@ class Checker:
             if link.expect is not None:
                 self.check_page_ref(link.expect, lsrc, "link expects", "expect")
             self.check_action(link.action, Src(src.locator, lsrc.path + ("action",)))
+            self.check_policy_ref(link.policy, lsrc, "link policy", "policy")
         for i, control in enumerate(page.controls):
             csrc = Src(src.locator, src.path + ("controls", i))
             self.check_button_ref(control.button, csrc, "control")
@@ -218,6 +227,12 @@ class Checker:
     def check_page_ref(self, name: str, src: Src, what: str, *sub: str | int) -> None:
         if name not in self.pages and name not in self.c.raw_names["pages"]:
             self.error(src, f"{what} unknown page {name!r}{_suggest(name, self.pages)}", *sub)
+
+    def check_policy_ref(self, name: str | None, src: Src, what: str, *sub: str | int) -> None:
+        if name is None or self.policy_names is None or name in self.policy_names:
+            return
+        hint = _suggest(name, self.policy_names) or f" (known: {', '.join(sorted(self.policy_names))})"
+        self.error(src, f"{what} names unknown policy {name!r}{hint}; policies come from policies/*.yaml", *sub)
 
     def _popup_names(self) -> set[str]:
         return set(self.popups) | self.c.raw_names["popups"]
@@ -294,6 +309,8 @@ class Checker:
             _, start_src = self.c.wide["start_page"]
             self.check_page_ref(start, start_src, "start_page is an")
         unknown = self.wide.get("unknown_page", "page_unknown")
+        if "unknown_page" in self.c.wide:
+            self.check_page_ref(unknown, self.c.wide["unknown_page"][1], "unknown_page names an")
         reached: set[str] | None = None
         if start in self.pages:
             reached = {start}

@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from engine import schema
 from engine.schema import Button, GraphFile, Page, Popup
-from engine.yamlsrc import LocPath, Locator, Problem, problems_from_validation_error, read_yaml
+from engine.yamlmessages import problems_from_validation_error
+from engine.yamlsrc import LocPath, Locator, Problem, read_yaml
 
 GRAPH_WIDE_FIELDS = (
     "game",
@@ -31,6 +32,9 @@ REQUIRED_FIELDS = ("game", "resolution", "servers", "fallback_server")
 ITEM_MODELS: dict[str, type[BaseModel]] = {"buttons": Button, "pages": Page, "popups": Popup}
 SKIPPED_FILE_PREFIX = "tasks"
 """Files whose name starts with this are task lists, not graph files."""
+COMPANION_PREFIXES = (SKIPPED_FILE_PREFIX, "goals")
+"""Files beside the graph that are not graph files (tasks, goals); ``engine.loader`` checks them with their own
+loaders."""
 
 
 def _all_field_names() -> list[str]:
@@ -80,7 +84,7 @@ def graph_files(path: str | Path) -> list[Path]:
     return sorted(
         p
         for p in path.iterdir()
-        if p.suffix in (".yaml", ".yml") and p.is_file() and not p.name.startswith(SKIPPED_FILE_PREFIX)
+        if p.suffix in (".yaml", ".yml") and p.is_file() and not p.name.startswith(COMPANION_PREFIXES)
     )
 
 
@@ -89,6 +93,9 @@ def read_files(path: Path) -> Collected:
     out = Collected()
     if not path.exists():
         out.problems.append(Problem(str(path), None, None, "no such graph folder or file"))
+        return out
+    if not (path.is_dir() or path.is_file()):
+        out.problems.append(Problem(str(path), None, None, "not a graph folder or a YAML file"))
         return out
     files = graph_files(path)
     if not files:
@@ -115,7 +122,9 @@ def _read_one(file: Path, out: Collected) -> None:
     try:
         parsed = GraphFile.model_validate(data)
     except pydantic.ValidationError as exc:
-        out.problems.extend(problems_from_validation_error(exc, locator.file, locator, fields=_FIELD_NAMES))
+        out.problems.extend(
+            problems_from_validation_error(exc, locator.file, locator, fields=_FIELD_NAMES, model=GraphFile)
+        )
         parsed = None
     for kind, model in ITEM_MODELS.items():
         raw = data.get(kind)

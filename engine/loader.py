@@ -2,8 +2,10 @@
 
 A graph is a folder of ``*.yaml`` files (sorted by name, not recursive), each a ``schema.GraphFile``; their buttons,
 pages and popups are concatenated and the graph-wide fields (game, resolution, servers, ...) may each be set in one
-file only. Files named ``tasks*.yaml`` are skipped: task lists may live beside the pages but are not graph files.
-A single ``.yaml`` file is accepted too.
+file only. Files named ``tasks*.yaml`` (and ``goals*.yaml``) are skipped: they may live beside the pages but are
+not graph files. ``check_graph`` checks them with their own loaders, registered with ``register_companion`` (tasks
+are; anything else that lives beside a graph can register its check the same way). A single ``.yaml`` file is
+accepted too.
 
 Everything that can be checked before the first tap is checked at load time (MaaFramework's PipelineChecker), in two
 steps: ``engine.graphfiles`` reads and validates each file on its own (schema errors, fields set twice), then
@@ -17,12 +19,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from engine import paths
 from engine.errors import GraphError
 from engine.graphcheck import Checker
 from engine.graphfiles import (  # noqa: F401 - graph_files and the constants are re-exported
+    COMPANION_PREFIXES,
     GRAPH_WIDE_FIELDS,
     ITEM_MODELS,
     REQUIRED_FIELDS,
@@ -34,6 +37,25 @@ from engine.schema import Graph, GraphFile
 from engine.yamlsrc import Problem
 
 logger = logging.getLogger(__name__)
+
+CompanionCheck = Callable[[list[Path], Graph | None], list[Problem]]
+"""Checks the companion files of a graph (sorted paths) against the graph (None when the graph has errors)."""
+
+_COMPANIONS: dict[str, CompanionCheck] = {}
+
+
+def register_companion(pattern: str, check: CompanionCheck) -> None:
+    """Have ``check_graph`` (and so ``validate``) check the files matching `pattern` beside a graph's files."""
+    _COMPANIONS[pattern] = check
+
+
+def _check_tasks(files: list[Path], graph: Graph | None) -> list[Problem]:
+    from engine.tasks import read_tasks
+
+    return read_tasks(files, graph)[1]
+
+
+register_companion(COMPANION_PREFIXES[0] + "*.yaml", _check_tasks)
 
 
 @dataclass(frozen=True)
@@ -76,21 +98,33 @@ class Report:
         }
 
 
-def check_graph(path: str | Path | None = None) -> Report:
-    """Load and check the graph at `path` (default: the shipped Azur Lane graph), reporting every problem."""
+def check_graph(
+    path: str | Path | None = None, *, policies: str | Path | Iterable[str] | None = None, companions: bool = True
+) -> Report:
+    """Load and check the graph at `path` (default: the shipped Azur Lane graph), reporting every problem.
+
+    Args:
+        path: a graph folder or a single graph file.
+        policies: the policies hops may name: a policy file (read and checked too: its problems join the report;
+            its policies join the shipped ones), or the names themselves; None means the shipped policies.
+        companions: also check the files beside the graph registered with ``register_companion`` (tasks*.yaml).
+    """
     origin = Path(path) if path is not None else paths.builtin_graph_dir("azurlane")
     collected = read_files(origin)
-    checker = Checker(collected, origin)
+    names, policy_problems = _policy_names(policies)
+    checker = Checker(collected, origin, policy_names=names)
     checker.run()
     graph = checker.build()
-    order = {str(file): i for i, file in enumerate(graph_files(origin))} if origin.exists() else {}
-    problems = tuple(
-        sorted(checker.problems, key=lambda p: (order.get(p.file, -1), p.file, p.line or 0, p.col or 0))
-    )
+    problems = [*policy_problems, *checker.problems]
+    if companions and origin.is_dir():
+        for pattern, check in _COMPANIONS.items():
+            files = sorted(origin.glob(pattern))
+            problems += check(files, graph) if files else []
+    order = {str(file): i for i, file in enumerate(graph_files(origin))} if origin.is_dir() or origin.is_file() else {}
     pages = [m for m, _ in collected.items["pages"]]
     return Report(
-        graph=graph,
-        problems=problems,
+        graph=graph if not any(p.is_error for p in problems) else None,
+        problems=tuple(sorted(problems, key=lambda p: (order.get(p.file, -1), p.file, p.line or 0, p.col or 0))),
         pages=len(pages),
         links=sum(len(p.links) for p in pages),
         popups=len(collected.items["popups"]),
@@ -98,16 +132,36 @@ def check_graph(path: str | Path | None = None) -> Report:
     )
 
 
-def load_graph(path: str | Path | None = None, *, server: str | None = None) -> Graph:
+def _policy_names(policies: str | Path | Iterable[str] | None) -> tuple[set[str] | None, list[Problem]]:
+    from engine.errors import ConfigError
+    from engine.policies import load_policies, read_policy_file
+
+    try:
+        shipped = set(load_policies().names)
+    except ConfigError:
+        return None, []  # the shipped file is broken: nothing to check names against (its tests say why)
+    if policies is None:
+        return shipped, []
+    if not isinstance(policies, (str, Path)):
+        return set(policies), []
+    found, problems = read_policy_file(policies)
+    # A broken file's policy names are unknown, so references to them cannot be judged: its problems say enough.
+    return (shipped | set(found.names) if found is not None else None), problems
+
+
+def load_graph(
+    path: str | Path | None = None, *, server: str | None = None, policies: str | Path | Iterable[str] | None = None
+) -> Graph:
     """The checked graph at `path` (default: the shipped Azur Lane graph), collapsed to `server` when given.
 
-    Warnings are logged; errors raise.
+    Warnings are logged; errors raise. `policies` is what hops may name (see ``check_graph``); companion files
+    (tasks) are not checked here: their own loaders check them when they are loaded.
 
     Raises:
         GraphError: listing every error problem (``.problems``), each with file:line:col.
         ValueError: `server` is not one of the graph's servers.
     """
-    report = check_graph(path)
+    report = check_graph(path, policies=policies, companions=False)
     for warning in report.warnings:
         logger.info("%s", warning)
     if report.warnings:

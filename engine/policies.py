@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Union
 
 import tenacity
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine import errors
 from engine.errors import ConfigError
 from engine.results import closest
+from engine.yamlmessages import problems_from_validation_error
+from engine.yamlsrc import Problem, read_yaml
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +34,7 @@ Hook = Callable[[tenacity.RetryCallState], None]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoWait(_Model):
@@ -206,81 +208,46 @@ def load_policies(path: str | Path | None = None) -> Policies:
 
 
 def _load_file(path: Path) -> Policies:
+    policies, problems = read_policy_file(path)
+    if problems:
+        raise _config_error(path, problems)
+    assert policies is not None
+    return policies
+
+
+def read_policy_file(path: str | Path) -> tuple[Policies | None, list[Problem]]:
+    """One policy file's policies, or every problem in it (file:line:col, the field, a hint); never raises.
+
+    The file is read by engine.yamlsrc like graph and task files: size, nesting and aliases are bounded, and
+    duplicate keys, unknown tags, NUL bytes and non-UTF-8 bytes are problems with their line.
+    """
+    source = read_yaml(path)
+    problems = [replace(p, message=p.message.replace("cannot read the file", "cannot read policy file", 1))
+                for p in source.problems]
+    if problems:
+        return None, problems
+    locator = source.locator
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read policy file: {exc.strerror or exc}", file=str(path)) from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-            file=str(path),
-            line=mark.line + 1 if mark else None,
-            col=mark.column + 1 if mark else None,
-        ) from None
-    problems: list[tuple[int | None, int | None, str]] = []
-    try:
-        parsed = PolicyFile.model_validate(data if data is not None else {})
+        parsed = PolicyFile.model_validate(source.data if source.data is not None else {})
     except ValidationError as exc:
-        problems += [(*_locate(node, err["loc"], _names_key(err)), _message(err)) for err in exc.errors()]
-        raise _config_error(path, problems) from None
+        return None, problems_from_validation_error(exc, locator.file, locator, model=PolicyFile)
     policies: dict[str, Policy] = {}
     for name, body in parsed.policies.items():
         try:
-            policies[name] = Policy.model_validate({**(body or {}), "name": name})
+            policies[name] = Policy.model_validate({**body, "name": name})
         except ValidationError as exc:
-            problems += [
-                (*_locate(node, ("policies", name, *err["loc"]), _names_key(err)), _message(err))
-                for err in exc.errors()
-            ]
-    if problems:
-        problems.sort(key=lambda p: (p[0] or 0, p[1] or 0))
-        raise _config_error(path, problems)
-    return Policies(policies, source=str(path))
+            problems += problems_from_validation_error(
+                exc, locator.file, locator, base=("policies", name), model=Policy
+            )
+    problems.sort(key=lambda p: (p.line or 0, p.col or 0))
+    return (None if problems else Policies(policies, source=str(path))), problems
 
 
-def _message(err: dict[str, Any]) -> str:
-    where = ".".join(str(p) for p in err["loc"])
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{where}: {msg}" if where else msg
-
-
-def _config_error(path: Path, problems: list[tuple[int | None, int | None, str]]) -> ConfigError:
-    line, col, _ = problems[0]
-    lines = [f"{path}:{ln}:{c}: {msg}" for ln, c, msg in problems]
-    message = problems[0][2] if len(problems) == 1 else f"{len(problems)} problems:\n" + "\n".join(lines)
-    return ConfigError(message, file=str(path), line=line, col=col, problems=lines)
-
-
-def _names_key(err: dict[str, Any]) -> bool:
-    # An unknown key is a typo in the key itself, so point at the key rather than at its value.
-    return err["type"] == "extra_forbidden"
-
-
-def _locate(node: yaml.Node | None, loc: tuple[Any, ...], key: bool = False) -> tuple[int | None, int | None]:
-    """1-based line and column of the YAML node at pydantic error location `loc` (the deepest one that exists).
-
-    Pydantic adds the union tag to a location (``wait.fixed.seconds``); a part that names no child is skipped.
-    With `key`, the last part's key node is answered instead of its value.
-    """
-    best = node
-    for i, part in enumerate(loc):
-        child = None
-        if isinstance(best, yaml.MappingNode):
-            for key_node, value in best.value:
-                if key_node.value == str(part):
-                    child = key_node if key and i == len(loc) - 1 else value
-                    break
-        elif isinstance(best, yaml.SequenceNode) and isinstance(part, int) and part < len(best.value):
-            child = best.value[part]
-        if child is not None:
-            best = child
-    if best is None:
-        return None, None
-    return best.start_mark.line + 1, best.start_mark.column + 1
+def _config_error(path: Path, problems: list[Problem]) -> ConfigError:
+    first = problems[0]
+    lines = [str(p) for p in problems]
+    message = first.message if len(problems) == 1 else f"{len(problems)} problems:\n" + "\n".join(lines)
+    return ConfigError(message, file=str(path), line=first.line, col=first.col, problems=lines)
 
 
 def jitter_free(policy: Policy) -> Policy:

@@ -29,7 +29,9 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]*$"
 Area = tuple[int, int, int, int]
 """(x1, y1, x2, y2) in reference-resolution pixels, x2/y2 exclusive, as ALAS writes them."""
 Point = tuple[int, int]
-RGB = tuple[int, int, int]
+Channel = Annotated[int, Field(ge=0, le=255)]
+RGB = tuple[Channel, Channel, Channel]
+"""A mean colour (r, g, b), each channel 0..255."""
 
 PerServer = Union[T, dict[str, T]]
 """A value, or a mapping ``{server: value}`` for values that differ between servers."""
@@ -38,9 +40,9 @@ Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
 class Model(BaseModel):
-    """Base of every YAML node: unknown keys are errors, instances are immutable."""
+    """Base of every YAML node: unknown keys are errors, instances are immutable, numbers are finite (no .nan)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------------------------------- defaults

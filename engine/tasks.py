@@ -19,12 +19,16 @@ against the graph at load time, with file:line:col.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, ValidationError, model_validator
 
+from engine.errors import GraphError
 from engine.schema import Model, Name
+from engine.yamlmessages import problems_from_validation_error
+from engine.yamlsrc import Problem, read_yaml
 
 
 class Condition(Model):
@@ -131,41 +135,54 @@ def tasks_json_schema() -> dict[str, Any]:
             **body}
 
 
-def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
-    """Load and check a tasks.yaml (a folder means its tasks*.yaml files). Raises ConfigError with file:line."""
-    from engine.yamlsrc import load_yaml, problems_from_validation_error
-
+def task_files(path: str | Path) -> list[Path]:
+    """The task files at `path`: the file itself, or a folder's tasks*.yaml in name order."""
     path = Path(path)
-    files = sorted(path.glob("tasks*.yaml")) if path.is_dir() else [path]
+    return sorted(path.glob("tasks*.yaml")) if path.is_dir() else [path]
+
+
+def read_tasks(files: list[Path], graph: Any | None = None) -> tuple[list[Task], list[Problem]]:
+    """Every task in `files` and every problem with them (file:line:col); never raises for a bad file.
+
+    With `graph`, every page, popup, button and text field a task names must be in it.
+    """
     tasks: list[Task] = []
-    problems: list[Any] = []
+    problems: list[Problem] = []
+    first: dict[str, str] = {}
     for file in files:
-        data, locator = load_yaml(file)
+        source = read_yaml(file)
+        problems.extend(source.problems)
+        if source.problems:
+            continue
+        locator = source.locator
         try:
-            parsed = TaskFile.model_validate(data)
+            parsed = TaskFile.model_validate(source.data)
         except ValidationError as exc:
-            problems.extend(problems_from_validation_error(exc, str(file), locator))
+            problems.extend(problems_from_validation_error(exc, locator.file, locator, model=TaskFile))
             continue
         for index, task in enumerate(parsed.tasks):
-            if graph is not None:
-                for loc, message in _references(task, graph):
-                    line, col = locator.locate(("tasks", index, *loc))
-                    problems.append(_problem(str(file), line, col, f"task {task.name}: {message}"))
+            for loc, message in _references(task, graph) if graph is not None else ():
+                problems.append(locator.problem(("tasks", index, *loc), f"task {task.name}: {message}"))
+            here = locator.problem(("tasks", index, "name"), f"task {task.name!r} is declared twice")
+            if task.name in first:
+                problems.append(replace(here, message=f"{here.message} (first at {first[task.name]}); give each "
+                                                      "task its own name"))
+                continue
+            first[task.name] = f"{here.file}:{here.line}"
             tasks.append(task)
-    names = [t.name for t in tasks]
-    for name in {n for n in names if names.count(n) > 1}:
-        problems.append(_problem(str(path), None, None, f"task {name} is declared more than once"))
-    if problems:
-        from engine.errors import GraphError
+    return tasks, problems
 
+
+def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
+    """Load and check a tasks.yaml (a folder means its tasks*.yaml files).
+
+    Raises:
+        GraphError: listing every problem, each with file:line:col.
+    """
+    tasks, problems = read_tasks(task_files(path), graph)
+    if problems:
         raise GraphError(problems, message=f"{len(problems)} problem(s) in the tasks")
     return TaskBook(tasks)
-
-
-def _problem(file: str, line: int | None, col: int | None, message: str) -> Any:
-    from engine.yamlsrc import Problem
-
-    return Problem(file=file, line=line, col=col, message=message)
 
 
 def _references(task: Task, graph: Any) -> list[tuple[tuple, str]]:

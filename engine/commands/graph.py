@@ -19,7 +19,7 @@ def _graph_arg(parser: argparse.ArgumentParser, *flags: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    report = loader.check_graph(args.graph)
+    report = loader.check_graph(args.graph, policies=args.policies)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     for problem in report.problems if not args.json else ():
@@ -90,8 +90,11 @@ def _route(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    validate = sub.add_parser("validate", help="check a graph folder and list every problem with file:line:col")
+    validate = sub.add_parser(
+        "validate", help="check a graph folder (and its tasks*.yaml) and list every problem with file:line:col"
+    )
     _graph_arg(validate)
+    validate.add_argument("--policies", metavar="FILE", help="also check this policy file; hops may name its policies")
     validate.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     validate.set_defaults(handler=_validate)
 

@@ -13,10 +13,8 @@ import random
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine.errors import ConfigError
 
 Probability = float
 
@@ -64,14 +62,23 @@ class Scenario(BaseModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Scenario:
-        path = Path(path)
+        """A scenario file, read like every YAML file of the engine (size, nesting and alias limits; problems with
+        file:line:col).
+
+        Raises:
+            YamlError: the file cannot be read or parsed, or a field is wrong (every problem, located).
+        """
+        from pydantic import ValidationError
+
+        from engine.errors import YamlError
+        from engine.yamlmessages import problems_from_validation_error
+        from engine.yamlsrc import load_yaml
+
+        data, locator = load_yaml(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            return cls.model_validate(data)
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read scenario: {exc}", file=str(path)) from None
-        except ValueError as exc:  # pydantic.ValidationError is a ValueError
-            raise ConfigError(f"bad scenario: {exc}", file=str(path)) from None
+            return cls.model_validate(data or {})
+        except ValidationError as exc:
+            raise YamlError(problems_from_validation_error(exc, str(path), locator)) from None
 
 
 DeviceFault = Literal["none", "closed", "offline", "hang"]

@@ -125,3 +125,38 @@ def test_route_on_the_shipped_graph() -> None:
     result = run("route", "page_main", "page_commission")
     assert result.returncode == 0, result.stderr
     assert [line.split()[0] for line in result.stdout.splitlines()[:-1]] == ["page_main", "page_reward"]
+
+
+def _demo_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    folder = tmp_path / "demo"
+    shutil.copytree(GOOD, folder)
+    return folder
+
+
+def test_validate_checks_the_task_files_of_the_folder(tmp_path: Path) -> None:
+    folder = _demo_copy(tmp_path)
+    (folder / "tasks.yaml").write_text(
+        "tasks:\n  - name: t\n    description: d\n    steps:\n      - {type: goto, page: page_mial}\n"
+        "    success: [{page: page_main}]\n"
+    )
+    result = run("validate", str(folder))
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"{folder / 'tasks.yaml'}:5:22: task t: unknown page 'page_mial'" in result.stderr.splitlines()
+    assert "Traceback" not in result.stderr
+
+
+def test_validate_checks_a_policy_file_and_the_policies_hops_name(tmp_path: Path) -> None:
+    folder = _demo_copy(tmp_path)
+    policies = tmp_path / "policies.yaml"
+    policies.write_text("policies:\n  careful_hop: {attempts: 2, timeout: 5}\n")
+    game = folder / "game.yaml"
+    game.write_text(game.read_text().replace("defaults:\n", "defaults:\n  policy: careful_hop\n", 1))
+    unknown = run("validate", str(folder))
+    assert unknown.returncode == 2 and "names unknown policy 'careful_hop'" in unknown.stderr
+    assert run("validate", str(folder), "--policies", str(policies)).returncode == 0
+    policies.write_text("policies:\n  careful_hop: {attempts: 2, timeout: .nan}\n")
+    broken = run("validate", str(folder), "--policies", str(policies))
+    assert broken.returncode == 2
+    assert f"{policies}:2:30: timeout: expected a finite number, got nan" in broken.stderr.splitlines()

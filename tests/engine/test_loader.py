@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 import pydantic
 import pytest
@@ -214,7 +215,7 @@ def test_duplicate_keys_are_problems_but_merge_keys_are_not(tmp_path: Path) -> N
     "text, line, col, part",
     [
         ("a: [1, 2\nb: 3\n", 2, 2, "YAML syntax error: expected ',' or ']'"),
-        ("a: !python/object 1\n", 1, 4, "could not determine a constructor"),
+        ("a: !python/object 1\n", 1, 4, "unknown YAML tag '!python/object'"),
         ("a: 1\n---\nb: 2\n", 2, 1, "expected a single document"),
         ("a: &x [*x]\n", 1, 4, "recursive YAML alias"),
     ],
@@ -234,11 +235,12 @@ def test_empty_file_is_none_without_problems(tmp_path: Path) -> None:
     assert source.data is None and source.problems == []
 
 
-def _validation_problems(text: str, model: type = GraphFile) -> list[str]:
+def _validation_problems(text: str, schema: type = GraphFile, **how: object) -> list[str]:
     source = read_yaml("x.yaml", text=text)
     with pytest.raises(pydantic.ValidationError) as info:
-        model.model_validate(source.data)
-    return [str(p) for p in problems_from_validation_error(info.value, "x.yaml", source.locator, fields=["color"])]
+        schema.model_validate(source.data)
+    how = how or {"fields": ["color"]}
+    return [str(p) for p in problems_from_validation_error(info.value, "x.yaml", source.locator, **how)]
 
 
 def test_validation_messages_are_human_and_drop_union_tags() -> None:
@@ -264,3 +266,213 @@ def test_validation_messages_are_human_and_drop_union_tags() -> None:
 def test_problem_string_marks_warnings() -> None:
     assert str(Problem("f.yaml", 3, 5, "hm", "warning")) == "f.yaml:3:5: warning: hm"
     assert str(Problem("f.yaml", None, None, "gone")) == "f.yaml: gone"
+
+
+# --------------------------------------------------------------------------------------------------- limits
+
+
+LAUGHS = "".join(
+    ["x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"]
+    + [f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9)}]\n" for i in range(1, 10)]
+    + ["game: *x9\n"]
+)
+MERGE_BOMB = "".join(
+    ["m0: &m0 {a: 1, b: 2}\n"] + [f"m{i}: &m{i} {{<<: [*m{i - 1}, *m{i - 1}], c{i}: {i}}}\n" for i in range(1, 40)]
+)
+
+
+@pytest.mark.parametrize(
+    "text, line, part",
+    [
+        (LAUGHS, 5, "aliases expand to more than 50000 extra nodes"),
+        (MERGE_BOMB, 14, "aliases expand to more than 50000 extra nodes"),
+        ("game: " + "[" * 10_000 + "]" * 10_000 + "\n", 1, "nesting deeper than 64 levels"),
+        ("".join("  " * i + f"k{i}:\n" for i in range(200)) + "  " * 200 + "v\n", 65, "nesting deeper than 64 levels"),
+        ("a: &a [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n"
+         "b: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n", 2, "once aliases are expanded"),
+    ],
+    ids=["billion_laughs", "merge_bomb", "deep_flow", "deep_block", "deep_through_alias"],
+)
+def test_hostile_yaml_is_refused_fast_and_small(tmp_path: Path, text: str, line: int, part: str) -> None:
+    file = tmp_path / "x.yaml"
+    file.write_text(text)
+    source, elapsed, _ = _measured(read_yaml, file, traced=False)  # timed without tracemalloc's overhead
+    _, _, peak = _measured(read_yaml, file)
+    (problem,) = source.problems
+    assert source.data is None and problem.line == line and part in problem.message
+    assert elapsed < 1.0, f"{elapsed:.2f} s"
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MB"
+
+
+def _measured(fn: Any, *args: Any, traced: bool = True) -> tuple[Any, float, int]:
+    """fn(*args), the seconds it took, and the peak of memory it allocated (bytes; 0 untraced)."""
+    import time
+    import tracemalloc
+
+    if traced:
+        tracemalloc.start()
+    try:
+        started = time.perf_counter()
+        result = fn(*args)
+        return result, time.perf_counter() - started, tracemalloc.get_traced_memory()[1] if traced else 0
+    finally:
+        tracemalloc.stop()
+
+
+def _many_buttons(count: int) -> str:
+    rows = (f"  - {{name: B{i}, area: [0, 0, 10, 10], asset: ui/B{i}}}\n" for i in range(count))
+    head = "game: g\nresolution: [1280, 720]\nservers: [en]\nfallback_server: en\nstart_page: page_a\nbuttons:\n"
+    return head + "".join(rows) + "pages:\n  - {name: page_a, signatures: [{type: template, button: B0}]}\n"
+
+
+def test_a_5_mb_graph_file_is_refused_at_once_and_a_large_one_loads_in_bounds(tmp_path: Path) -> None:
+    big = tmp_path / "big" / "graph.yaml"
+    big.parent.mkdir()
+    big.write_text(_many_buttons(90_000))  # 5 MB: it used to take 29 s and 822 MB
+    assert big.stat().st_size > 5_000_000
+    report, elapsed, peak = _measured(check_graph, big.parent)
+    (error,) = report.errors
+    assert error.file == str(big) and error.message.startswith("file is too large (")
+    assert error.message.endswith("the limit is 1.0 MB")
+    assert elapsed < 1.0 and peak < 20 * 2**20, (elapsed, peak)
+
+    large = tmp_path / "large" / "graph.yaml"
+    large.parent.mkdir()
+    large.write_text(_many_buttons(5_000))  # a large file under the limit is still checked in generous bounds
+    assert 250_000 < large.stat().st_size < 2**20
+    report, elapsed, peak = _measured(check_graph, large.parent)
+    assert report.ok and report.buttons == 5_000
+    assert elapsed < 60 and peak < 300 * 2**20, (elapsed, peak)
+
+
+@pytest.mark.parametrize(
+    "data, line, col, part",
+    [
+        (b"game: g\nname: a\x00b\n", 2, 8, "NUL byte (0x00)"),
+        ("game: g\n".encode("utf-16"), 1, 4, "is it UTF-16? save it as UTF-8"),
+        ("game: g\ndescription: caf\xe9\n".encode("latin-1"), 2, 17, "not UTF-8: byte 0xe9"),
+        (b"game: g\nname: a\x07b\n", 2, 8, "control character U+0007"),
+    ],
+    ids=["nul", "utf16", "latin1", "bell"],
+)
+def test_bad_bytes_are_problems_with_a_line(tmp_path: Path, data: bytes, line: int, col: int, part: str) -> None:
+    file = tmp_path / "x.yaml"
+    file.write_bytes(data)
+    (problem,) = read_yaml(file).problems
+    assert (problem.line, problem.col) == (line, col) and part in problem.message
+
+
+def test_a_utf8_byte_order_mark_is_fine(tmp_path: Path) -> None:
+    file = tmp_path / "x.yaml"
+    file.write_bytes("\ufeffgame: caf\xe9\n".encode())
+    source = read_yaml(file)
+    assert source.problems == [] and source.data == {"game": "caf\xe9"}
+
+
+def test_unknown_tags_on_any_node_are_problems_and_merges_still_work(tmp_path: Path) -> None:
+    source = read_yaml("x.yaml", text="a: !foo {x: 1}\nb: !!set {y}\nc: !!str 5\nd: &d {k: 1}\ne: {<<: *d, j: 2}\n")
+    assert [(p.line, p.col, p.message.split(":")[0]) for p in source.problems] == [
+        (1, 4, "unknown YAML tag '!foo'"),
+        (2, 4, "unknown YAML tag '!!set'"),
+    ]
+    assert source.data["c"] == "5" and source.data["e"] == {"k": 1, "j": 2}
+    assert source.locator.locate(("e", "j")) == (5, 13)
+
+
+def test_unquoted_scalars_keep_their_source_for_hints() -> None:
+    source = read_yaml("x.yaml", text="a: YES\nb: 'YES'\nc: 1.10\nd: 10\ne: ~\n")
+    assert source.data == {"a": True, "b": "YES", "c": 1.1, "d": 10, "e": None}
+    assert source.locator.raw == {("a",): "YES", ("c",): "1.10", ("e",): "~"}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # the field `color` of a color signature was "unknown field 0"; the hint comes from the model the field sits
+        # in (a button does have a `color`)
+        ("pages:\n  - name: p\n    signatures: [{type: color, area: [0, 0, 1, 1], color: [1, 2, 3]}]\n",
+         "x.yaml:3:52: unknown field 'color' (did you mean 'rgb'?)"),
+        ("buttons:\n  - {name: A, area: [0, 0, 1, 1], text: YES}\n",
+         'x.yaml:2:35: expected text, got True (YAML reads the unquoted YES as true; quote it: "YES")'),
+        ("buttons:\n  - {name: A, area: [0, 0, 1, 1], color: [0, 300, 0]}\n",
+         "x.yaml:2:46: color[1]: must be <= 255, got 300 (colour channels are 0..255)"),
+        ("pages:\n  - name: p\n    loading: .nan\n", "x.yaml:3:5: loading: expected a finite number, got nan"),
+    ],
+    ids=["color_is_rgb", "yes_is_true", "colour_range", "nan"],
+)
+def test_messages_name_the_field_and_hint_at_the_fix(text: str, expected: str) -> None:
+    assert _validation_problems(text, model=GraphFile) == [expected]
+
+
+# --------------------------------------------------------------------------------------------------- references
+
+
+def _graph(tmp_path: Path, extra: str = "", page: str = "") -> Path:
+    (tmp_path / "g.yaml").write_text(
+        "game: g\nresolution: [1280, 720]\nservers: [en]\nfallback_server: en\nstart_page: page_a\n" + extra
+        + "buttons: [{name: A, area: [0, 0, 10, 10], asset: ui/A}]\n"
+        + "pages:\n  - name: page_a\n    signatures: [{type: template, button: A}]\n" + page
+    )
+    return tmp_path
+
+
+def test_policy_names_are_checked_against_the_given_policies(tmp_path: Path) -> None:
+    folder = _graph(tmp_path, "defaults: {policy: my_hop}\n",
+                    "    links: [{to: page_a, action: {type: key, key: back}, policy: goto_hop}]\n")
+    (error,) = check_graph(folder).errors
+    assert (error.line, error.col) == (6, 12)
+    assert error.message.startswith("defaults.policy names unknown policy 'my_hop'")
+    assert check_graph(folder, policies=["my_hop", "goto_hop"]).ok
+    (error,) = check_graph(folder, policies=["my_hop"]).errors
+    assert (error.line, error.message.split(" (")[0]) == (11, "link policy names unknown policy 'goto_hop'")
+    policy_file = tmp_path.parent / f"{tmp_path.name}-policies.yaml"  # beside the graph folder, not in it
+    policy_file.write_text("policies:\n  my_hop: {attempts: 2, timeout: 5}\n")
+    assert check_graph(folder, policies=policy_file).ok
+    with pytest.raises(GraphError, match="unknown policy 'my_hop'"):
+        load_graph(folder)
+    assert load_graph(folder, policies=policy_file).defaults.policy == "my_hop"
+
+
+def test_a_broken_policy_file_joins_the_report(tmp_path: Path) -> None:
+    policy_file = tmp_path / "p.yaml"
+    policy_file.write_text("policies:\n  tap: {attempts: 1, timeout: 1}\n  tap: {attempts: 2, timeout: 1}\n")
+    (tmp_path / "g").mkdir()
+    (error,) = check_graph(_graph(tmp_path / "g"), policies=policy_file).errors
+    assert (error.file, error.line, error.message) == (str(policy_file), 3, "duplicate key 'tap' (first at line 2, col 3)")
+
+
+def test_unknown_page_must_name_a_page(tmp_path: Path) -> None:
+    (error,) = check_graph(_graph(tmp_path, "unknown_page: page_b\n")).errors
+    assert (error.line, error.message) == (6, "unknown_page names an unknown page 'page_b' (did you mean 'page_a'?)")
+
+
+def test_companion_files_are_checked_by_their_registered_check(tmp_path: Path) -> None:
+    from engine import loader
+
+    seen: list[tuple[list[Path], object]] = []
+
+    def check(files: list[Path], graph: object) -> list[Problem]:
+        seen.append((files, graph))
+        return [Problem(str(files[0]), 1, 1, "not a goal")]
+
+    folder = _graph(tmp_path)
+    (folder / "goals.yaml").write_text("goals: []\n")
+    assert check_graph(folder).ok  # not a graph file, and nothing checks goals yet
+    loader.register_companion("goals*.yaml", check)
+    try:
+        report = check_graph(folder)
+    finally:
+        loader._COMPANIONS.pop("goals*.yaml")
+    assert [p.message for p in report.errors] == ["not a goal"] and report.graph is None
+    (files, graph), = seen
+    assert files == [folder / "goals.yaml"] and graph is not None and graph.game == "g"
+    assert load_graph(folder).game == "g"  # load_graph leaves companions to their own loaders
+
+
+def test_check_graph_checks_the_task_files_beside_the_graph(tmp_path: Path) -> None:
+    folder = _graph(tmp_path)
+    (folder / "tasks.yaml").write_text(
+        "tasks:\n  - name: t\n    description: d\n    steps: [{type: goto, page: page_b}]\n    success: [{page: page_a}]\n"
+    )
+    (error,) = check_graph(folder).errors
+    assert (error.file, error.line, error.message) == (str(folder / "tasks.yaml"), 4, "task t: unknown page 'page_b'")

@@ -204,7 +204,7 @@ def test_a_user_file_overrides_by_name_and_keeps_the_rest(tmp_path):
                 attempts: 0
                 timeout: 1
             """,
-            3, 15, "greater than or equal to 1",
+            3, 5, "attempts: must be >= 1, got 0",
         ),
         (
             """
@@ -214,7 +214,7 @@ def test_a_user_file_overrides_by_name_and_keeps_the_rest(tmp_path):
                 timeout: 1
                 retry_on: [ConnectionLost, DeviceTimout]
             """,
-            5, 15, "did you mean 'DeviceTimeout'",
+            5, 5, "did you mean 'DeviceTimeout'",
         ),
         (
             """
@@ -224,7 +224,7 @@ def test_a_user_file_overrides_by_name_and_keeps_the_rest(tmp_path):
                 timeout: 1
                 wait: {type: fixed, secs: 1}
             """,
-            5, 11, "wait.fixed.secs: Extra inputs",
+            5, 5, "5:25: unknown field 'secs' (did you mean 'seconds'?)",
         ),
         (
             """
@@ -234,7 +234,7 @@ def test_a_user_file_overrides_by_name_and_keeps_the_rest(tmp_path):
                 timeout: 1
                 wait: {type: linear}
             """,
-            5, 11, "linear",
+            5, 5, "unknown wait type 'linear' (expected none, fixed, exponential)",
         ),
         (
             """
@@ -243,21 +243,21 @@ def test_a_user_file_overrides_by_name_and_keeps_the_rest(tmp_path):
                 attempts: 2
                 timout: 1
             """,
-            3, 5, "4:5: timout: Extra inputs",
+            2, 3, "4:5: unknown field 'timout' (did you mean 'timeout'?)",
         ),
         (
             """
             policies:
               tap: {attempts: 2, timeout: [1
             """,
-            3, 1, "not valid YAML",
+            3, 1, "YAML syntax error",
         ),
         (
             """
             polices:
               tap: {attempts: 2, timeout: 1}
             """,
-            1, 1, "polices",
+            1, 1, "unknown field 'polices' (did you mean 'policies'?)",
         ),
     ],
 )
@@ -295,3 +295,39 @@ def test_missing_file_is_a_config_error(tmp_path):
 def test_navigation_errors_may_be_retried_by_a_hop_policy():
     fn = Failer(NavigationError("stuck"))
     assert _policy(retry_on=["NavigationError"]).call(fn, sleep=lambda s: None) == "done"
+
+
+@pytest.mark.parametrize(
+    "data, line, message",
+    [
+        (b"policies:\n  tap: {attempts: 1, timeout: 1}\n  tap: {attempts: 9, timeout: 1}\n", 3,
+         "duplicate key 'tap' (first at line 2, col 3)"),
+        (b"policies:\n  tap:\n    attempts: 2\n    timeout: .nan\n", 4, "timeout: expected a finite number, got nan"),
+        ("policies:\n  tap:\n    description: r\xe9essayer\n".encode("latin-1"), 3, "not UTF-8: byte 0xe9"),
+        (b"policies:\n  tap: {attempts: 2, timeout: 1}\x00\n", 2, "NUL byte (0x00)"),
+        (b"policies:\n  tap: !retry {attempts: 2, timeout: 1}\n", 2, "unknown YAML tag '!retry'"),
+        (b"policies:\n  tap: {tries: 2, timeout: 1}\n", 2, "unknown field 'tries' (did you mean 'attempts'?)"),
+    ],
+    ids=["duplicate_policy", "nan", "latin1", "nul", "tag", "synonym"],
+)
+def test_policy_files_are_read_by_the_one_yaml_reader(tmp_path, data, line, message):
+    path = tmp_path / "policies.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as info:
+        load_policies(path)
+    assert (info.value.file, info.value.line) == (str(path), line)
+    assert message in str(info.value)
+
+
+def test_read_policy_file_returns_every_problem_without_raising(tmp_path):
+    from engine.policies import read_policy_file
+
+    path = _write(tmp_path, "policies:\n  tap: {attempts: 0, timeout: 1}\n  key: {attempts: 1, timeout: .inf}\n")
+    policies, problems = read_policy_file(path)
+    assert policies is None
+    assert [(p.line, p.message) for p in problems] == [
+        (2, "attempts: must be >= 1, got 0"),
+        (3, "timeout: expected a finite number, got inf"),
+    ]
+    good, none = read_policy_file(_write(tmp_path, "policies:\n  tap: {attempts: 1, timeout: 1}\n"))
+    assert none == [] and good.get("tap").attempts == 1

@@ -169,3 +169,41 @@ def test_a_failed_goto_leaves_an_error_bundle_with_frames_and_the_transcript_sli
         entries = [json.loads(line) for line in (bundle / "transcript.jsonl").read_text().splitlines()]
         assert entries[0]["kind"] == "request" and entries[-1]["kind"] == "result"
         assert json.loads((bundle / "result.json").read_text())["status"] == result.status
+
+
+def _task(name: str, step: str) -> str:
+    return (f"  - name: {name}\n    description: d\n    steps:\n      - {step}\n"
+            "    success: [{page: page_mail}]\n")
+
+
+def test_a_duplicate_task_name_is_reported_at_its_line(tmp_path):
+    folder = _demo_with_tasks(tmp_path, "tasks:\n" + _task("mail", "{type: goto, page: page_mail}") * 2)
+    with pytest.raises(GraphError) as info:
+        load_tasks(folder, load_graph(folder))
+    (problem,) = info.value.problems
+    assert (problem.file, problem.line, problem.col) == (str(folder / "tasks.yaml"), 7, 5)
+    assert problem.message == (f"task 'mail' is declared twice (first at {folder / 'tasks.yaml'}:2); "
+                               "give each task its own name")
+
+
+@pytest.mark.parametrize("step, col, message", [
+    ("{type: wait_for, until: {page: page_mail}, timeout: .nan}", 52, "timeout: expected a finite number, got nan"),
+    ("{type: click, button: MAIL_COLLECT}", 9, "unknown step type 'click'"),
+    ("{type: goto, pgae: page_mail}", 22, "unknown field 'pgae' (did you mean 'page'?)"),
+])
+def test_task_schema_errors_have_a_line_the_field_and_a_hint(tmp_path, step, col, message):
+    from engine.tasks import read_tasks, task_files
+
+    folder = _demo_with_tasks(tmp_path, "tasks:\n" + _task("mail", step))
+    tasks, problems = read_tasks(task_files(folder))
+    assert tasks == [] and {p.line for p in problems} == {5}
+    assert [(p.col, p.message) for p in problems if message in p.message] == [(col, problems[-1].message)]
+
+
+def test_task_files_get_the_yaml_reader_limits(tmp_path):
+    folder = _demo_with_tasks(tmp_path, "")
+    (folder / "tasks.yaml").write_bytes(b"tasks:\n  - name: caf\xe9\n")
+    with pytest.raises(GraphError) as info:
+        load_tasks(folder)
+    (problem,) = info.value.problems
+    assert problem.line == 2 and "not UTF-8" in problem.message
