@@ -12,7 +12,9 @@ and matching only. Order of work for ``observe(frame, expected)``:
 6. only with ``escalate=True``: free-text OCR (when the observer was given ``ocr``) and the vision model (when
    given ``vision``) for a frame nothing explained.
 
-Within a page or popup, signatures run cheapest first (colour, template, OCR) and stop at the first miss.
+Within a page or popup, signatures run cheapest first (colour, template, OCR) and stop at the first miss. When
+no page is named, the evidence ends with the closest misses (engine.checks.closest_misses): the best-scoring miss
+of each of the few pages that came nearest, named ``page/signature``, so a graph author sees why.
 
 Evidence rules: colour alone never names a page or popup whose button has a template in the asset pack (the
 colour check is kept as a cheap pre-filter and the template is required as well), and a page or popup whose
@@ -34,12 +36,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from engine.assets import AssetPack
+from engine.checks import CombinedCheck, Target, closest_misses
 from engine.device.frames import fit, frame_problem
 from engine.errors import BadFrame, VerificationError
 from engine.results import Evidence, Observation
@@ -52,65 +54,6 @@ from verifiers.common import frame_scope, signature_name
 log = logging.getLogger(__name__)
 
 AMBIGUITY_MARGIN = 0.05
-WEAK_CONFIDENCE = 0.6
-"""Scale of the confidence of a page named on colour alone (only possible when no template exists for it)."""
-
-
-# --------------------------------------------------------------------------------------------------- compiled
-
-
-class CombinedCheck:
-    """Several checks as one: ``any`` hits when one alternative does (reporting the hit, else the best miss);
-    ``all`` is a colour pre-filter confirmed by the template of the same button (stopping at the first miss)."""
-
-    def __init__(self, name: str, checks: Sequence[Any], *, need_all: bool) -> None:
-        self.name, self.need_all = name, need_all
-        self.checks = tuple(sorted(checks, key=lambda c: c.cost))
-        self.cost = max(c.cost for c in self.checks)
-        self.channel = self.checks[-1].channel
-        strengths = [c.strong for c in self.checks]
-        self.strong = any(strengths) if need_all else all(strengths)
-
-    def verify(self, frame: np.ndarray) -> Evidence:
-        best = None
-        for check in self.checks:
-            evidence = check.verify(frame)
-            if evidence.hit != self.need_all:  # a miss ends an all-of, a hit ends an any-of
-                return evidence
-            if self.need_all or best is None or evidence.score > best.score:
-                best = evidence
-        return best
-
-
-@dataclass(eq=False)
-class Target:
-    """A page, popup or the loading screen with its compiled checks."""
-
-    name: str
-    kind: str
-    checks: tuple
-    strong: bool
-    priority: int = 0
-    pages: frozenset[str] | None = None
-
-    def match(
-        self, frame: np.ndarray, sink: list[Evidence] | None, latency: dict[str, float] | None = None
-    ) -> tuple[bool, float, list[Evidence]]:
-        found: list[Evidence] = []
-        score = 1.0
-        for check in self.checks:
-            evidence = check.verify(frame)
-            found.append(evidence)
-            if latency is not None:
-                latency[evidence.channel] = latency.get(evidence.channel, 0.0) + evidence.latency_ms
-            if not evidence.hit:
-                if sink is not None:
-                    sink.extend(found)
-                return False, 0.0, found
-            score = min(score, evidence.score)
-        if sink is not None:
-            sink.extend(found)
-        return True, score if self.strong else score * WEAK_CONFIDENCE, found
 
 
 class _Unavailable(Exception):
@@ -286,15 +229,18 @@ class Observer:
                 return self._finish(start, None, (), evidence, loading=True, confidence=score)
 
         hits: list[tuple[Target, float]] = []
+        misses: list[tuple[Target, list[Evidence]]] = []
         scanned: set[str] = set()
         settled = False
         target = self.page_by_name.get(expected) if expected else None
         if target is not None:
             scanned.add(target.name)
-            hit, score, _ = target.match(frame, evidence, self._latency)  # the expected page's evidence is always reported
+            hit, score, found = target.match(frame, evidence, self._latency)  # the expected page's is always reported
             if hit:
                 hits.append((target, score))
                 settled = target.strong
+            else:
+                misses.append((target, found))
 
         popup_hits: list[tuple[Target, float]] = []
         if settled:
@@ -312,6 +258,8 @@ class Observer:
                 if hit:
                     evidence.extend(found)
                     hits.append((candidate, score))
+                else:
+                    misses.append((candidate, found))
             page_name = self._choose(hits)[0]
             popup_hits = self._popups(frame, evidence, page_name)
 
@@ -320,8 +268,9 @@ class Observer:
             # Weak evidence (colour, tiny or flat templates) never overrides a page seen on strong evidence.
             popup_hits = [(t, score) for t, score in popup_hits if t.strong]
         popups = tuple(t.name for t, _ in popup_hits)
-        if page is None and not ambiguous and popup_hits:
-            confidence = popup_hits[0][1]
+        if page is None and not ambiguous:
+            confidence = popup_hits[0][1] if popup_hits else confidence
+            evidence.extend(closest_misses(misses))  # so a graph author sees why no page was named
         if escalate and page is None and not popups and not ambiguous:
             page, popups, confidence = self._escalate(frame, evidence)
         return self._finish(start, page, popups, evidence, ambiguous=ambiguous, confidence=confidence)

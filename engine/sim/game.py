@@ -2,7 +2,10 @@
 
 ``SimGame`` plays any graph: a tap inside a link's click area takes the link (through a loading screen when the
 destination page or the scenario asks for one), popups cover the page until their own dismiss action is done, the
-back key follows declared back links. It always knows the truth (``truth()``), so tests can check what the engine
+back key follows declared back links. A popup whose dismissal starts with ``wait`` steps only (a toast, a
+banner that times out) goes by itself once those seconds have passed; a non-blocking popup belongs to the page it
+showed on (it is not drawn over the pages the player goes on to, and shows again on return until dismissed). It
+always knows the truth (``truth()``), so tests can check what the engine
 claims against what is really on screen.
 """
 
@@ -80,6 +83,9 @@ class SimGame:
         self.page = self.start_page
         self.popups: list[str] = []
         self._dismiss_step: dict[str, int] = {}
+        self._step_since: dict[str, float] = {}
+        """When each shown popup's current dismiss step began (for timed waits)."""
+        self._popup_page: dict[str, str] = {}
         self._loading_until: float | None = None
         self._loading_target: str | None = None
         self.unknown = False
@@ -199,7 +205,8 @@ class SimGame:
     def _shown_popups(self) -> list[str]:
         # Higher priority draws on top (last) and is dismissed first; ties keep arrival order.
         order = {name: i for i, name in enumerate(self.popups)}
-        return sorted(self.popups, key=lambda n: (self._popups[n].priority, order[n]))
+        here = [n for n in self.popups if self._popups[n].blocking or self._popup_page.get(n) == self.page]
+        return sorted(here, key=lambda n: (self._popups[n].priority, order[n]))
 
     def _top_blocking_popup(self) -> Popup | None:
         for name in reversed(self._shown_popups()):
@@ -219,8 +226,14 @@ class SimGame:
             step += 1
         if step < len(popup.dismiss):
             self._dismiss_step[popup.name] = step
+            self._step_since[popup.name] = self.clock()
             return
+        self._close(popup)
+
+    def _close(self, popup: Popup) -> None:
         self._dismiss_step.pop(popup.name, None)
+        self._step_since.pop(popup.name, None)
+        self._popup_page.pop(popup.name, None)
         self.popups.remove(popup.name)
         log.debug("popup %s dismissed", popup.name)
         # A chain is "a popup, then another": the one just closed does not come straight back.
@@ -256,6 +269,14 @@ class SimGame:
             target = self._loading_target
             self._loading_until = self._loading_target = None
             self._arrive(target)
+        for name in self._shown_popups():
+            popup = self._popups[name]
+            rest = popup.dismiss[self._dismiss_step.get(name, 0):]
+            # Only waits left: the popup times out by itself (after input steps, waits are the caller's pause).
+            if rest and all(isinstance(a, WaitAction) for a in rest) and name in self.popups:
+                if self.clock() >= self._step_since.get(name, 0.0) + sum(a.seconds for a in rest):
+                    log.debug("popup %s timed out", name)
+                    self._close(popup)
 
     def _arrive(self, target: str) -> None:
         self.page = target
@@ -279,6 +300,8 @@ class SimGame:
         self.page = self.start_page
         self.popups.clear()
         self._dismiss_step.clear()
+        self._step_since.clear()
+        self._popup_page.clear()
         self._loading_until = self._loading_target = None
         self.unknown = False
 
@@ -293,6 +316,8 @@ class SimGame:
         if name not in self.popups:
             log.debug("popup %s shows on %s", name, self.page)
             self.popups.append(name)
+            self._popup_page[name] = self.page
+            self._step_since[name] = self.clock()
 
     def show_popup(self, name: str) -> None:
         """Put a popup on screen now (tests and scripted scenarios)."""

@@ -4,8 +4,9 @@ Every pixel is a function of names only (page name, button name, asset name), ne
 same page renders to the same bytes every time and a button shared by many pages (a back arrow, a home button)
 looks identical on each of them: recognising a simulated frame is as honest as recognising a real one.
 
-With a real asset pack (ALAS layout) the real template pixels are pasted at their areas; without one,
-``SyntheticAssets`` invents a textured, labelled template per asset name.
+With a real asset pack (ALAS layout) the real template pixels are pasted, at their own size, at their areas;
+without one, ``SyntheticAssets`` invents a textured, labelled template per asset name. Overlapping signatures are
+laid out so that each still holds (engine.sim.compose); OCR text is drawn to be read (engine.sim.text).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import cv2
 import numpy as np
 
 from engine.assets import AssetPack, Template
+from engine.sim.compose import Conflict, Fill, balance, container, paint_fills
+from engine.sim.text import contrasting_ink, draw_label
 from engine.schema import (
     AnyOfSignature,
     ColorSignature,
@@ -114,19 +117,27 @@ def strip_regex(pattern: str) -> str:
     return " ".join(text.split()) or pattern
 
 
-def paste(frame: np.ndarray, crop: np.ndarray, area: Area) -> None:
-    """Paste `crop` into `frame` at `area` (resized when the sizes differ; clipped at the frame's edge)."""
-    x1, y1, x2, y2 = area
-    w, h = x2 - x1, y2 - y1
-    if w <= 0 or h <= 0:
-        return
-    if crop.shape[:2] != (h, w):
-        crop = cv2.resize(crop, (w, h), interpolation=cv2.INTER_AREA)
+def paste(frame: np.ndarray, crop: np.ndarray, area: Area) -> Area | None:
+    """Paste `crop` at its own size with its top-left corner at `area`'s (clipped at the frame's edge).
+
+    Never resized: a template declared at an area of another size is drawn as it is, as a real game shows it
+    (stretching it made the simulator agree with a wrong area). Returns the box covered, or None.
+    """
+    x1, y1 = area[0], area[1]
+    h, w = crop.shape[:2]
     fh, fw = frame.shape[:2]
-    cx1, cy1, cx2, cy2 = max(0, x1), max(0, y1), min(fw, x2), min(fh, y2)
+    cx1, cy1, cx2, cy2 = max(0, x1), max(0, y1), min(fw, x1 + w), min(fh, y1 + h)
     if cx2 <= cx1 or cy2 <= cy1:
-        return
+        return None
     frame[cy1:cy2, cx1:cx2] = crop[cy1 - y1 : cy2 - y1, cx1 - x1 : cx2 - x1]
+    return (cx1, cy1, cx2, cy2)
+
+
+def first_alternative(sig: Signature) -> Signature:
+    """What the simulator draws for a signature: an any_of shows its first alternative."""
+    while isinstance(sig, AnyOfSignature):
+        sig = sig.of[0]
+    return sig
 
 
 # --------------------------------------------------------------------------------------------------- assets
@@ -203,6 +214,8 @@ class Renderer:
         self.width, self.height = graph.resolution
         self._buttons = {b.name: b for b in graph.buttons}
         self._page_cache: dict[str, np.ndarray] = {}
+        self.conflicts: dict[str, list[Conflict]] = {}
+        """Screens whose colour signatures their own rendering cannot satisfy (engine.sim.compose.Conflict)."""
 
     # ---- pieces
 
@@ -227,72 +240,123 @@ class Renderer:
                 return tuple(template.area)
         return declared
 
-    def draw_signature(self, frame: np.ndarray, sig: Signature) -> None:
-        if isinstance(sig, AnyOfSignature):
-            self.draw_signature(frame, sig.of[0])
-        elif isinstance(sig, ColorSignature):
-            button = self._buttons.get(sig.button) if sig.button else None
-            area = tuple(sig.area or button.area)
-            rgb = sig.rgb or (button.color if button else None)
-            if rgb is None:
-                return
-            x1, y1, x2, y2 = clip_area(area, (self.width, self.height))
-            if button is not None and button.asset:
-                # A button with a template: draw the template (its mean is the button's colour).
-                self._draw_button(frame, button)
-            else:
-                frame[y1:y2, x1:x2] = np.array(rgb[::-1], np.uint8)
-        elif isinstance(sig, TemplateSignature):
-            button = self._buttons.get(sig.button) if sig.button else None
+    def draw_signature(self, frame: np.ndarray, sig: Signature, fills: list[Fill] = ()) -> Area | None:
+        """Draw what makes `sig` hold (colour fills are painted by ``compose``); the box it claimed, if any."""
+        sig = first_alternative(sig)
+        button = self._buttons.get(sig.button) if getattr(sig, "button", None) else None
+        if isinstance(sig, ColorSignature):
+            # Only a button with a template is drawn here (its template's mean is the button's colour).
+            return self._draw_button(frame, button) if button is not None and button.asset else None
+        if isinstance(sig, TemplateSignature):
             asset = sig.asset or (button.asset if button else None)
-            area = tuple(sig.area or (button.area if button else None))
             if asset is None:
-                if button is not None:
-                    self._draw_button(frame, button)
-                return
-            paste(frame, self._template_crop(asset, area), self._template_area(asset, area))
-        elif isinstance(sig, OcrSignature):
-            self.draw_text(frame, tuple(sig.area), sig.sample if sig.sample else strip_regex(sig.pattern))
+                return self._draw_button(frame, button) if button is not None else None
+            area = tuple(sig.area or button.area)
+            return paste(frame, self._template_crop(asset, area), self._template_area(asset, area))
+        if isinstance(sig, OcrSignature):
+            return self.draw_text(frame, tuple(sig.area), sig.sample if sig.sample else strip_regex(sig.pattern),
+                                  fills)
+        return None
 
-    def draw_text(self, frame: np.ndarray, area: Area, text: str) -> None:
-        """Dark text on a light box, as OCR signatures and text fields show it."""
-        x1, y1, x2, y2 = clip_area(area, (self.width, self.height))
-        frame[y1:y2, x1:x2] = (235, 235, 235)
-        # A margin around the text: OCR detectors crop word boxes with some slack and miss glyphs at edges.
-        mx, my = max(2, (x2 - x1) // 12), max(2, (y2 - y1) // 6)
-        put_text_fit(frame, text, (x1 + mx, y1 + my, x2 - mx, y2 - my), color=(20, 20, 20), outline=None)
+    def draw_text(self, frame: np.ndarray, area: Area, text: str, fills: list[Fill] = ()) -> Area:
+        """Text as OCR signatures and text fields show it: on a light box, or on the colour of the colour
+        signature it sits in (so both hold), legible to RapidOCR (engine.sim.text)."""
+        box = clip_area(area, (self.width, self.height))
+        under = container(list(fills), box)
+        if under is None:
+            draw_label(frame, box, text)
+        else:
+            draw_label(frame, box, text, ink=contrasting_ink(under.bgr), paper=under.bgr)
+        return box
 
-    def _draw_button(self, frame: np.ndarray, button) -> None:
+    def _draw_button(self, frame: np.ndarray, button) -> Area | None:
         if button.asset:
             area = tuple(button.area)
-            paste(frame, self._template_crop(button.asset, area), self._template_area(button.asset, area))
-            return
+            return paste(frame, self._template_crop(button.asset, area), self._template_area(button.asset, area))
         area = clip_area(tuple(button.click_area), (self.width, self.height))
         x1, y1, x2, y2 = area
         if x2 <= x1 or y2 <= y1:
-            return
+            return None
         if button.color is not None:
             frame[y1:y2, x1:x2] = np.array(button.color[::-1], np.uint8)
         else:
             frame[y1:y2, x1:x2] = texture("button:" + button.name, x2 - x1, y2 - y1)
         cv2.rectangle(frame, (x1, y1), (x2 - 1, y2 - 1), (250, 250, 250), 1)
         put_text_fit(frame, button.text or button.name, area)
+        return area
 
-    def _draw_point(self, frame: np.ndarray, point: tuple[int, int]) -> None:
+    def _draw_point(self, frame: np.ndarray, point: tuple[int, int]) -> Area | None:
         x, y = point
         area = clip_area((x - POINT_BOX, y - POINT_BOX, x + POINT_BOX, y + POINT_BOX), (self.width, self.height))
         x1, y1, x2, y2 = area
-        if x2 > x1 and y2 > y1:
-            frame[y1:y2, x1:x2] = texture("point", x2 - x1, y2 - y1)
-            cv2.circle(frame, (x, y), 4, (255, 255, 255), -1)
+        if x2 <= x1 or y2 <= y1:
+            return None
+        frame[y1:y2, x1:x2] = texture("point", x2 - x1, y2 - y1)
+        cv2.circle(frame, (x, y), 4, (255, 255, 255), -1)
+        return area
 
-    def _draw_actions(self, frame: np.ndarray, actions) -> None:
+    def _draw_actions(self, frame: np.ndarray, actions, skip: set[str] = frozenset()) -> list[Area]:
+        """Draw what tap actions tap (not the buttons in `skip`, which colour fills stand for)."""
+        boxes = []
         for action in actions:
-            if isinstance(action, TapAction):
-                if action.button is not None and action.button in self._buttons:
-                    self._draw_button(frame, self._buttons[action.button])
-                elif action.point is not None:
-                    self._draw_point(frame, tuple(action.point))
+            if not isinstance(action, TapAction):
+                continue
+            if action.button is not None and action.button in self._buttons and action.button not in skip:
+                boxes.append(self._draw_button(frame, self._buttons[action.button]))
+            elif action.point is not None:
+                boxes.append(self._draw_point(frame, tuple(action.point)))
+        return [b for b in boxes if b is not None]
+
+    # ---- composing one screen
+
+    def _fills(self, signatures, page: Page | None) -> list[Fill]:
+        """The colour signatures that are drawn as flat fills (those of buttons without a template)."""
+        fills = []
+        for sig in map(first_alternative, signatures):
+            if not isinstance(sig, ColorSignature):
+                continue
+            button = self._buttons.get(sig.button) if sig.button else None
+            if button is not None and button.asset:
+                continue
+            rgb = sig.rgb or (button.color if button else None)
+            area = sig.area or (button.area if button else None)
+            if rgb is None or area is None:
+                continue
+            tolerance = sig.tolerance if sig.tolerance is not None else self.graph.settings(page).color_tolerance
+            fills.append(Fill(sig.name or sig.button or "color", clip_area(tuple(area), (self.width, self.height)),
+                              (int(rgb[2]), int(rgb[1]), int(rgb[0])), int(tolerance)))
+        return fills
+
+    def compose(self, frame: np.ndarray, screen: str, signatures, actions=(), fields=(),
+                page: Page | None = None) -> np.ndarray:
+        """Draw a screen's tap targets, text fields and signatures on `frame` so that every signature holds.
+
+        Colour fills go first, everything else on top, then each colour area is balanced (engine.sim.compose).
+        When tap targets or fields make that impossible, the signatures win: they are drawn again over them (a
+        screen that meets its own signatures matters more than a button drawn under a colour area). What still
+        cannot hold is logged once and kept in ``conflicts``.
+        """
+        fills = self._fills(signatures, page)
+        skip = {s.button for s in map(first_alternative, signatures) if isinstance(s, ColorSignature) and s.button}
+        base = frame.copy()
+        paint_fills(frame, fills)
+        decor = self._draw_actions(frame, actions, skip)
+        decor += [self.draw_text(frame, tuple(f.area), f.sample, fills) for f in fields]
+        claimed = [b for b in (self.draw_signature(frame, s, fills) for s in signatures) if b is not None]
+        conflicts = balance(frame, fills, claimed + decor, screen)
+        if conflicts and decor:
+            frame[:] = base
+            self._draw_actions(frame, actions, skip)
+            for f in fields:
+                self.draw_text(frame, tuple(f.area), f.sample, fills)
+            paint_fills(frame, fills)
+            claimed = [b for b in (self.draw_signature(frame, s, fills) for s in signatures) if b is not None]
+            conflicts = balance(frame, fills, claimed, screen)
+        if conflicts and screen not in self.conflicts:
+            self.conflicts[screen] = conflicts
+            for conflict in conflicts:
+                log.warning("%s", conflict)
+        return frame
 
     # ---- screens
 
@@ -309,29 +373,24 @@ class Renderer:
         if cached is not None:
             return cached
         page: Page = self.graph.page(name)
-        frame = self.background(name)
-        self._draw_actions(frame, [link.action for link in page.links])
-        self._draw_actions(frame, [TapAction(type="tap", button=c.button) for c in page.controls])
-        for text_field in page.fields:
-            self.draw_text(frame, tuple(text_field.area), text_field.sample)
-        for sig in page.signatures:
-            self.draw_signature(frame, sig)
+        actions = [link.action for link in page.links] + [TapAction(type="tap", button=c.button) for c in page.controls]
+        frame = self.compose(self.background(name), name, page.signatures, actions, page.fields, page)
         frame.setflags(write=False)
         self._page_cache[name] = frame
         return frame
 
     def with_popups(self, frame: np.ndarray, popups: Iterable[Popup]) -> np.ndarray:
-        """`frame` darkened under each popup in turn, with the popup's signatures and dismiss buttons on top."""
+        """`frame` under each popup in turn (darkened under a blocking one; a non-blocking popup, a toast, leaves
+        the page as it is), with the popup's signatures and dismiss buttons on top."""
         out = frame.copy()
         for popup in popups:
-            out = cv2.convertScaleAbs(out, alpha=0.4)
+            if popup.blocking:
+                out = cv2.convertScaleAbs(out, alpha=0.4)
             panel = self._popup_panel(popup)
             if panel is not None:
                 x1, y1, x2, y2 = panel
                 out[y1:y2, x1:x2] = texture("popup:" + popup.name, x2 - x1, y2 - y1)
-            self._draw_actions(out, popup.dismiss)
-            for sig in popup.signatures:
-                self.draw_signature(out, sig)
+            self.compose(out, popup.name, popup.signatures, popup.dismiss)
         return out
 
     def _popup_panel(self, popup: Popup) -> Area | None:
@@ -357,9 +416,7 @@ class Renderer:
     def loading(self) -> np.ndarray:
         if self.graph.loading_signatures:
             frame = texture("page:" + LOADING_NAME, self.width, self.height) // 2
-            for sig in self.graph.loading_signatures:
-                self.draw_signature(frame, sig)
-            return frame
+            return self.compose(frame, LOADING_NAME, self.graph.loading_signatures)
         frame = np.zeros((self.height, self.width, 3), np.uint8)
         frame[:] = (60, 30, 20)
         w, h = self.width, self.height

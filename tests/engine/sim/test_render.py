@@ -118,10 +118,14 @@ def test_strip_regex(pattern, text):
 
 
 def test_ocr_text_is_readable(tiny_graph):
-    rapidocr = pytest.importorskip("rapidocr_onnxruntime")
+    """Read as the observer reads it: recognition on the declared area, and detection on the whole frame."""
+    pytest.importorskip("rapidocr_onnxruntime")
+    from verifiers.ocr import find_text, read_text
+
     frame = Renderer(tiny_graph.for_server("en")).page("page_login")
-    result, _ = rapidocr.RapidOCR()(crop(frame, (170, 120, 470, 200)))
-    assert result and "touch to start" in " ".join(r[1] for r in result).lower()
+    text, confidence = read_text(frame, (170, 120, 470, 200))
+    assert text.strip() == "Touch to start" and confidence > 0.9
+    assert "Touch to start" in [box.text for box in find_text(frame)]
 
 
 def test_real_alas_pixels_are_pasted_at_their_areas(shared_dir):
@@ -159,3 +163,64 @@ def test_every_page_and_popup_of_the_demo_and_azur_lane_graphs_renders():
         for popup in graph.popups:
             covered = renderer.with_popups(base, [popup])
             assert covered.shape == base.shape and not np.array_equal(covered, base), popup.name
+
+
+# ---------------------------------------------------------------------------------------------- overlapping areas
+
+
+def small_graph(signatures: list[dict], buttons: list[dict] = ()) -> Graph:
+    return Graph.model_validate({
+        "game": "t", "resolution": [400, 300], "servers": ["en"], "fallback_server": "en",
+        "buttons": list(buttons), "pages": [{"name": "page_a", "signatures": signatures}],
+    }).resolve()
+
+
+def mean_rgb(frame, area) -> np.ndarray:
+    return crop(frame, area).reshape(-1, 3).mean(axis=0)[::-1]
+
+
+def test_overlapping_colour_text_and_smaller_colour_areas_all_hold():
+    from verifiers.color import verify
+
+    graph = small_graph([
+        {"type": "color", "name": "band", "area": [0, 0, 400, 100], "rgb": [40, 60, 160]},
+        {"type": "color", "name": "badge", "area": [330, 30, 380, 70], "rgb": [220, 200, 30]},
+        {"type": "ocr", "area": [40, 20, 280, 80], "pattern": "floor 4", "sample": "FLOOR 4"},
+    ])
+    renderer = Renderer(graph)
+    frame = renderer.page("page_a")
+    for sig in graph.page("page_a").signatures[:2]:
+        assert verify(frame, sig, graph).hit, sig.name
+    assert np.abs(mean_rgb(frame, (0, 0, 400, 100)) - (40, 60, 160)).max() <= 1
+    assert renderer.conflicts == {}
+
+
+def test_a_colour_area_covered_by_other_signatures_is_reported():
+    graph = small_graph([
+        {"type": "color", "name": "tiny", "area": [40, 20, 120, 60], "rgb": [10, 10, 10]},
+        {"type": "ocr", "area": [30, 10, 130, 70], "pattern": "x", "sample": "WHITE"},
+    ])
+    renderer = Renderer(graph)
+    renderer.page("page_a")
+    (conflict,) = renderer.conflicts["page_a"]
+    assert conflict.signature == "tiny" and conflict.difference > conflict.tolerance
+    assert "page_a: colour signature tiny is covered" in str(conflict)
+
+
+def test_a_template_is_pasted_at_its_own_size_not_stretched_to_its_area():
+    from engine.assets import Template
+    from engine.sim.render import paste
+
+    pixels = np.arange(20 * 30 * 3, dtype=np.uint8).reshape(20, 30, 3)
+    frame = np.zeros((100, 100, 3), np.uint8)
+    assert paste(frame, pixels, (10, 10, 90, 90)) == (10, 10, 40, 30)
+    assert np.array_equal(frame[10:30, 10:40], pixels) and not frame[30:90, 40:90].any()
+    assert paste(frame, pixels, (85, 90, 95, 95)) == (85, 90, 100, 100)  # clipped at the frame's edge
+
+    class Pack:
+        def get(self, name):
+            return Template(name=name, frames=(pixels,), area=None)
+
+    graph = small_graph([{"type": "template", "asset": "ui/X", "area": [50, 50, 150, 150]}])
+    frame = Renderer(graph, Pack()).page("page_a")
+    assert np.array_equal(crop(frame, (50, 50, 80, 70)), pixels)
