@@ -8,7 +8,8 @@ ALAS layout (``AlasAssetPack``)::
 
 ``root`` may also point at ``.../assets`` itself. The template is the bounding box of the non-black pixels, which
 is exactly how ALAS computes a Button's area, so the crop and ``Template.area`` agree with ALAS. A server without
-its own file falls back to ``fallback`` (cn), as ALAS's en assets do.
+its own file falls back to ``fallback``: callers pass the graph's ``fallback_server`` (ALAS's en, jp and tw
+assets lean on cn's this way); without one, a missing file is simply missing.
 
 Project layout (``DirectoryAssetPack``), what ``python -m engine assets import-alas`` writes::
 
@@ -100,11 +101,15 @@ class _CachedPack:
 class AlasAssetPack(_CachedPack):
     """Templates read straight from an ALAS checkout (see the module docstring for the layout)."""
 
-    def __init__(self, root: str | Path, server: str, *, fallback: str | None = "cn") -> None:
+    def __init__(self, root: str | Path, server: str, *, fallback: str | None = None) -> None:
         root = Path(root)
         self.assets_dir = root if (root.name == "assets" or not (root / "assets").is_dir()) else root / "assets"
         if not self.assets_dir.is_dir():
             raise ConfigError(f"no ALAS assets folder at {root}", file=str(root))
+        if not (self.assets_dir / server).is_dir():
+            found = sorted(p.name for p in self.assets_dir.iterdir() if p.is_dir())
+            raise ConfigError(f"no assets for server {server!r} (this ALAS folder has {', '.join(found) or 'none'})",
+                              file=str(self.assets_dir))
         self.server = server
         self.fallback = fallback if fallback != server else None
         self._bare: dict[str, list[str]] | None = None
@@ -247,18 +252,20 @@ def save_index(root: str | Path, index: dict) -> Path:
     return path
 
 
-def load_pack(spec: str | Path, server: str | None = None) -> AssetPack:
+def load_pack(spec: str | Path, server: str | None = None, *, fallback: str | None = None) -> AssetPack:
     """An asset pack for a folder, choosing the layout by what is in it.
 
     A folder with ``index.json`` is ours; a folder with ``assets/<server>/`` (or that is such an ``assets``
-    folder) is ALAS's and needs `server`; any other folder is read as ours without an index.
+    folder) is ALAS's and needs `server` (and takes `fallback`, the graph's ``fallback_server``, for files the
+    server lacks); any other folder is read as ours without an index.
     """
     root = Path(spec)
     if (root / INDEX_FILE).is_file():
         return DirectoryAssetPack(root, server)
     alas_dir = root / "assets" if (root / "assets").is_dir() else root
-    if server and (alas_dir / server).is_dir() or any((alas_dir / s).is_dir() for s in ("cn", "en", "jp", "tw")):
+    # ALAS nests one level deeper than ours: <server>/<module>/NAME.png against <module>/NAME.png.
+    if any(next(alas_dir.glob(f"*/*/*.{ext}"), None) for ext in ("png", "gif")):
         if not server:
             raise ConfigError(f"{root} is an ALAS asset folder: say which server (--server)", file=str(root))
-        return AlasAssetPack(alas_dir, server)
+        return AlasAssetPack(alas_dir, server, fallback=fallback)
     return DirectoryAssetPack(root, server)

@@ -98,9 +98,9 @@ def open_session(
     Raises:
         ConfigError: the graph, policies, tasks, server, scenario or asset pack is wrong.
     """
-    graph = load_graph(graph_dir).resolve(server)
     policies = load_policies(policies_file)
-    pack = _asset_pack(assets, graph.server)
+    graph = load_graph(graph_dir, policies=policies.names).resolve(server)  # hops may name the user's policies
+    pack = _asset_pack(assets, graph.server, graph.fallback_server)
     session = Session(device=None, graph=graph, policies=policies)  # type: ignore[arg-type] - set just below
     try:
         _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port)
@@ -162,19 +162,21 @@ def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any)
     from engine.observe import Observer
     from engine.taskrunner import TaskRunner
 
-    session.observer = Observer(session.graph, session.assets, vision=_vision())
+    session.observer = Observer(session.graph, session.assets, vision=_vision(session.graph))
     session.navigator = Navigator(session.device, session.graph, session.observer,
                                   **({"clock": clock} if clock is not None else {}))
     book = load_task_book(graph_dir, session.graph)
     session.tasks = TaskRunner(session.navigator, book) if book is not None else None
 
 
-def _asset_pack(assets: str | Path | None, server: str) -> Any:
+def _asset_pack(assets: str | Path | None, server: str, fallback: str | None = None) -> Any:
+    """The asset pack in folder `assets` for `server` (None: none given); an ALAS folder takes files the server
+    lacks from `fallback`, the graph's ``fallback_server``."""
     if assets is None:
         return None
     from engine.assetpacks import load_pack
 
-    return load_pack(assets, server)
+    return load_pack(assets, server, fallback=fallback)
 
 
 def load_task_book(graph_dir: str | Path | None, graph: Any) -> Any:
@@ -190,10 +192,11 @@ def load_task_book(graph_dir: str | Path | None, graph: Any) -> Any:
     return load_tasks(folder, graph)
 
 
-def _vision() -> Any:
-    """The vision verifier when a Gemini key (or a local endpoint) is configured, else None."""
+def _vision(graph: Graph | None = None) -> Any:
+    """The vision verifier when a Gemini key (or a local endpoint) is configured, else None; its prompt names the
+    graph's game."""
     if not os.environ.get("GEMINI_API_KEY"):
         return None
     from verifiers.vision import VisionClient
 
-    return VisionClient.from_env()
+    return VisionClient.from_env(game=graph.game if graph is not None else None)

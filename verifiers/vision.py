@@ -8,6 +8,8 @@ the candidates, suggests an action outside engine.results.SUGGESTED_ACTIONS, or 
 HttpOptions timeout and a hard wait on a worker thread), never retried here (retries belong to the policy), and
 answers are cached by a hash of the frame in a small LRU. The API key is never logged nor put in an error.
 
+The prompt names the game of the graph in use (``VisionClient(game=graph.game)``), never a fixed one.
+
 Configuration: GEMINI_API_KEY (required), ENGINE_VISION_MODEL (default gemini-2.5-flash),
 ENGINE_VISION_BASE_URL (optional endpoint), ENGINE_VISION_TIMEOUT (seconds, default 20).
 """
@@ -19,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -36,7 +39,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = "gemini-2.5-flash"
 DEFAULT_TIMEOUT_S = 20.0
 
-PROMPT = """You are looking at a screenshot of the mobile game {game}.
+PROMPT = """You are looking at a screenshot of {game}.
 Say which screen (page) it shows and which popup covers it, choosing ONLY from these lists.
 Pages: {pages}
 Popups: {popups}
@@ -45,6 +48,13 @@ blocking_element: a short description of whatever covers the screen, or null.
 ocr_text: the most prominent text you can read, or null.
 suggested_action: one of {actions}.
 confidence: 0 to 1, how sure you are of page and popup."""
+
+
+def display_name(game: str) -> str:
+    """A readable name for a graph's ``game`` field: ``azur_lane`` and ``azur-lane`` become ``Azur Lane``,
+    ``azurlane`` becomes ``Azurlane``; a name with capitals or spaces is kept as written."""
+    words = re.sub(r"[_\-\s]+", " ", game).strip()
+    return words.title() if words.islower() else words
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ class VisionClient:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         min_confidence: float = 0.6,
         cache_size: int = 32,
-        game: str = "Azur Lane",
+        game: str | None = None,
         jpeg_quality: int = 85,
     ) -> None:
         from google import genai
@@ -114,7 +124,7 @@ class VisionClient:
         self.model = model
         self.timeout_s = float(timeout_s)
         self.min_confidence = min_confidence
-        self.game = game
+        self.game = game  # the graph's `game` (e.g. azurlane): the prompt names it by its display name
         self.jpeg_quality = jpeg_quality
         options = types.HttpOptions(
             base_url=base_url,
@@ -185,8 +195,9 @@ class VisionClient:
 
     def _call(self, image: bytes, pages: Sequence[str], popups: Sequence[str], timeout_s: float) -> str:
         types = self._types
+        game = f"the mobile game {display_name(self.game)}" if self.game else "a mobile game"
         prompt = PROMPT.format(
-            game=self.game, pages=", ".join(pages) or "(none)", popups=", ".join(popups) or "(none)",
+            game=game, pages=", ".join(pages) or "(none)", popups=", ".join(popups) or "(none)",
             actions=", ".join(SUGGESTED_ACTIONS),
         )
         config = types.GenerateContentConfig(

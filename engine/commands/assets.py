@@ -15,6 +15,8 @@ def _import_alas(args: argparse.Namespace) -> int:
     graph = load_graph(args.graph)
     report = import_alas(args.alas_root, args.server, args.out, graph)
     print(json.dumps(report.to_dict(), indent=1))
+    for warning in report.warnings:
+        print(f"warning: {warning.message} (server {args.server})", file=sys.stderr)
     if report.missing:
         print(f"{len(report.missing)} asset(s) missing from {args.alas_root} for server {args.server}",
               file=sys.stderr)
@@ -53,8 +55,11 @@ def _capture(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from engine.assetpacks import load_pack
+    from engine.loader import load_graph
 
-    pack = load_pack(args.dir, args.server)
+    # Only an ALAS folder needs the graph: its fallback server answers for files a server lacks.
+    fallback = load_graph(args.graph).fallback_server if args.server else None
+    pack = load_pack(args.dir, args.server, fallback=fallback)
     for name in pack.names():
         print(name)
     return 0
@@ -65,7 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="assets_command", metavar="ASSETS_COMMAND")
     parser.set_defaults(handler=lambda args: (parser.print_help(sys.stderr), 2)[1])
 
-    imp = commands.add_parser("import-alas", help="import the templates the graph names from an ALAS checkout")
+    imp = commands.add_parser("import-alas", help="import the templates the graph names from an ALAS checkout "
+                              "(warns on stderr about templates off their graph area)")
     imp.add_argument("alas_root", metavar="ALAS_ROOT", help="ALAS checkout (with assets/) or its assets folder")
     imp.add_argument("--server", required=True)
     imp.add_argument("--out", required=True, metavar="DIR")
@@ -83,4 +89,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst = commands.add_parser("list", help="list the template names of an asset folder")
     lst.add_argument("dir")
     lst.add_argument("--server", default=None)
+    lst.add_argument("--graph", default=None, metavar="GRAPH_DIR", help="whose fallback server an ALAS folder uses")
     lst.set_defaults(handler=_list)

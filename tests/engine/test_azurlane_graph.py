@@ -1,7 +1,8 @@
 """The shipped Azur Lane graph (pages/azurlane) against ALAS's own facts (../shared/alas/graph.json).
 
 Every page, check button and link of ALAS's page.py must be in the YAML with the same areas, colours, assets and
-click areas, for both servers; popups must be dismissable; every asset named must exist in ALAS's asset tree.
+click areas, for both servers graph.json knows (en, cn); popups must be dismissable; every asset named must exist
+in ALAS's asset tree for every declared server (jp and tw too: tests/engine/test_servers.py checks their values).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from engine.schema import Graph, GraphFile, TapAction, TemplateSignature
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH_DIR = ROOT / "pages" / "azurlane"
 SERVERS = ("en", "cn")
+"""The servers graph.json has facts for."""
+ALL_SERVERS = ("en", "cn", "jp", "tw")
 WIDTH, HEIGHT = 1280, 720
 
 
@@ -68,7 +71,7 @@ def _asset_name(alas_file: str) -> str:
 def test_graph_wide_settings(graph: Graph) -> None:
     assert graph.game == "azurlane"
     assert tuple(graph.resolution) == (WIDTH, HEIGHT)
-    assert set(graph.servers) == set(SERVERS)
+    assert tuple(graph.servers) == ALL_SERVERS
     assert graph.fallback_server == "cn"
     assert graph.unknown_page == "page_unknown"
     assert graph.settings().template_threshold == 0.85
@@ -213,13 +216,16 @@ def test_popup_buttons_match_alas(server_graph: Graph, alas_graph_json: dict) ->
         assert button.asset == _asset_name(facts["file"]), (button.name, server)
 
 
-def test_assets_exist_or_fall_back_to_cn(server_graph: Graph, shared_dir: Path) -> None:
+@pytest.mark.parametrize("server", ALL_SERVERS)
+def test_assets_exist_or_fall_back(graph: Graph, server: str, shared_dir: Path) -> None:
     assets = shared_dir / "alas" / "assets"
+    server_graph = graph.for_server(server)
     missing = []
     for button in server_graph.buttons:
         if button.asset is None:
             continue
-        candidates = [assets / s / f"{button.asset}.{ext}" for s in (server_graph.server, "cn") for ext in ("png", "gif")]
+        candidates = [assets / s / f"{button.asset}.{ext}" for s in (server, graph.fallback_server)
+                      for ext in ("png", "gif")]
         if not any(path.exists() for path in candidates):
             missing.append(button.asset)
     assert missing == []
@@ -247,7 +253,8 @@ def real_observers(graph: Graph, shared_dir: Path) -> dict:
     from engine.observe import Observer
 
     return {
-        server: Observer(graph.for_server(server), AlasAssetPack(shared_dir / "alas" / "assets", server), ocr=True)
+        server: Observer(graph.for_server(server),
+                         AlasAssetPack(shared_dir / "alas" / "assets", server, fallback=graph.fallback_server), ocr=True)
         for server in SERVERS
     }
 

@@ -24,7 +24,8 @@ def test_names_the_label_for_90_percent_and_never_a_wrong_page_or_popup(shared_d
     for item in labelled:
         server = item["server"]
         if server not in observers:
-            observers[server] = Observer(graph.for_server(server), AlasAssetPack(shared_dir / "alas", server))
+            pack = AlasAssetPack(shared_dir / "alas", server, fallback=graph.fallback_server)
+            observers[server] = Observer(graph.for_server(server), pack)
         frame = cv2.imread(str(shared_dir / "screens" / item["file"]))
         observation = observers[server].observe(frame)
         named = [n for n in (observation.page, *observation.popups) if n]

@@ -107,3 +107,44 @@ def test_from_env_needs_a_key():
     client = VisionClient.from_env({"GEMINI_API_KEY": KEY, "ENGINE_VISION_MODEL": "m1",
                                     "ENGINE_VISION_TIMEOUT": "3"})
     assert client.model == "m1" and client.timeout_s == 3.0
+
+
+def _prompt(server) -> str:
+    return json.loads(server.calls[-1][1])["contents"][0]["parts"][1]["text"]
+
+
+@pytest.mark.parametrize("folder, shown", [(None, "the mobile game Azurlane"), ("good", "the mobile game Demo")])
+def test_the_session_prompt_names_the_game_of_the_loaded_graph(server, frame, monkeypatch, folder, shown):
+    from pathlib import Path
+
+    from engine.loader import load_graph
+    from engine.session import _vision
+
+    graphs = Path(__file__).resolve().parents[1] / "data" / "graphs"
+    graph = load_graph(graphs / folder if folder else None)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.setenv("ENGINE_VISION_BASE_URL", server.url)
+    server.answer = _answer()
+    client = _vision(graph)
+    try:
+        client.classify(frame, PAGES, POPUPS)
+    finally:
+        client.close()
+    prompt = _prompt(server)
+    assert f"screenshot of {shown}." in prompt
+    assert ("Azur" in prompt) == (folder is None)
+
+
+def test_a_client_without_a_game_names_none(server, frame):
+    server.answer = _answer()
+    client = _client(server.url)
+    client.classify(frame, PAGES, POPUPS)
+    assert "screenshot of a mobile game." in _prompt(server) and "Azur" not in _prompt(server)
+
+
+def test_display_names():
+    from verifiers.vision import display_name
+
+    assert display_name("azurlane") == "Azurlane"
+    assert display_name("azur_lane") == display_name("azur-lane") == "Azur Lane"
+    assert display_name("Azur Lane") == "Azur Lane" and display_name("MyGame") == "MyGame"
