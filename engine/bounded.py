@@ -1,9 +1,10 @@
 """Bounded calls: each tool call's work runs on its own worker thread, and the caller waits at most its bound.
 
-When the bound or the caller's cancel Event fires first, the caller gets an ``Overrun`` at once and the worker
-is told to stop (its ``stop`` Event is set): goto and run check it at every hop, device actions before touching
-the device, so no orphan keeps tapping. Work that acts on the game holds the device lock, one at a time; a call
-waiting for the lock counts that wait inside its bound. Reads (health, screenshots) never take the lock.
+When the bound (less the few milliseconds its answer takes to build) or the caller's cancel Event fires first,
+the caller gets an ``Overrun`` at once and the worker is told to stop (its ``stop`` Event is set): goto and run
+check it at every hop, device actions before touching the device, so no orphan keeps tapping. Work that acts on
+the game holds the device lock, one at a time; a call waiting for the lock counts that wait inside its bound.
+Reads (health, screenshots) never take the lock.
 
 The waits here are tenacity objects like every other wait of the engine (engine.context): the caller's wait
 stops on ``stop_when_event_set(cancel) | stop_at_deadline(...)`` and sleeps on the worker's done Event, so it
@@ -28,6 +29,10 @@ T = TypeVar("T")
 
 POLL_S = 0.02
 """How often a waiting caller looks at its cancel Event; the bound itself is waited on exactly."""
+
+ANSWER_MARGIN_S = 0.02
+"""How long before its deadline a caller stops waiting for unfinished work: building, recording and sending the
+timeout answer takes a few milliseconds on a loaded machine, and that answer must be ready inside the bound."""
 
 WAITING = "waiting for the device"
 RUNNING = "running"
@@ -107,7 +112,7 @@ class Bounded:
         with self._workers_lock:
             self._workers.add(worker)
         worker.start()
-        wait_until(done.is_set, done.wait, deadline=deadline, clock=self.clock, stop=cancel)
+        wait_until(done.is_set, done.wait, deadline=deadline - ANSWER_MARGIN_S, clock=self.clock, stop=cancel)
         if done.is_set() and box.done:
             return box.value
         stop.set()

@@ -15,14 +15,43 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from engine.errors import ConfigError
 from engine.results import ToolResult, make_result
-from engine.tools import Tools
+
+if TYPE_CHECKING:  # the tools (navigator, observer, numpy, OpenCV) load when a command opens a session
+    from engine.tools import Tools
 
 BAD_INPUT = ("bad_argument", "unknown_page", "unknown_task", "config_error")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port, 0..65535 (0: a free one, where the command allows it)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is not in 0..65535")
+    return value
+
+
+def check_session_arguments(args: argparse.Namespace) -> None:
+    """Refuse (ConfigError, exit 2) session options that would be silently ignored: ADB server options without a
+    serial (the embedded simulator runs its own ADB server), simulator options with one."""
+    if args.serial is None:
+        given = [flag for flag, value in (("--adb-host", args.adb_host), ("--adb-port", args.adb_port))
+                 if value is not None]
+        if given:
+            raise ConfigError(f"{' and '.join(given)} given without --serial: the embedded simulator runs behind "
+                              "its own ADB server (to reach a `sim serve`, pass --serial sim-0 too)")
+        return
+    given = [flag for flag, value in (("--scenario", args.scenario), ("--seed", args.seed)) if value is not None]
+    if given:
+        raise ConfigError(f"{' and '.join(given)} given with --serial {args.serial}: simulator options apply to "
+                          "the embedded simulator only (a `sim serve` takes them itself)")
 
 
 def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = True) -> None:
@@ -32,7 +61,7 @@ def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = Tr
                        help="ADB serial of the phone or emulator (default: $ENGINE_SERIAL, else the embedded "
                             "simulator)")
     group.add_argument("--adb-host", help="ADB server host (default: ANDROID_ADB_SERVER_HOST or 127.0.0.1)")
-    group.add_argument("--adb-port", type=int, help="ADB server port (default: ANDROID_ADB_SERVER_PORT or 5037)")
+    group.add_argument("--adb-port", type=port, help="ADB server port (default: ANDROID_ADB_SERVER_PORT or 5037)")
     group.add_argument("--graph", default=os.environ.get("ENGINE_GRAPH"),
                        help="page graph folder (default: the shipped Azur Lane graph)")
     group.add_argument("--server", default=os.environ.get("ENGINE_SERVER"),
@@ -55,6 +84,7 @@ def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]
     """Open a session from the parsed session options; returns its tools and the session's close."""
     from engine.session import open_session
 
+    check_session_arguments(args)
     session = open_session(
         args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
         seed=args.seed, transcript_dir=args.transcript, policies_file=args.policies, adb_host=args.adb_host,
@@ -121,10 +151,18 @@ def progress(kind: str, entry: dict[str, Any]) -> None:
 
 
 def check_image_path(path: str) -> Path:
-    """Refuse (ConfigError, exit 2) an image path whose type we cannot write or whose folder cannot be made."""
+    """Refuse (ConfigError, exit 2), before any device work, an image path whose type we cannot write, which is
+    a folder, or whose folder cannot be made or written."""
     out = Path(path)
     if out.suffix.lower() not in IMAGE_SUFFIXES:
         raise ConfigError(f"{out}: the file name must end in {', '.join(IMAGE_SUFFIXES)}")
+    if out.is_dir():
+        raise ConfigError(f"cannot write {out}: it is a folder")
+    folder = next((p for p in (out.parent, *out.parent.parents) if p.exists()), Path("."))
+    if not folder.is_dir():
+        raise ConfigError(f"cannot write {out}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise ConfigError(f"cannot write {out}: permission denied")
     return out
 
 

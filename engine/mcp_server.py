@@ -4,25 +4,34 @@ Each tool is an async handler that hands the work to engine.tools on a worker th
 goto never blocks the transport: while one runs, adb_health and alas_state are served on their own threads.
 The tools layer bounds every call; ``anyio.fail_after`` (bound plus a grace) is a second belt. When the client
 cancels a call or its request times out (the SDK then sends ``notifications/cancelled``), the handler's scope is
-cancelled and the tool's cancel Event is set: the navigation stops at its next hop boundary.
+cancelled and the tool's cancel Event is set: the navigation stops at its next hop boundary. A call's bound
+counts from the moment its request came off the wire: waiting to be read, to reach a worker thread and for the
+device all count inside it.
 
 Every result is the ToolResult engine.tools made, passed through unchanged: its JSON as text content and as
 structured content (every tool declares the ToolResult's JSON Schema as its ``outputSchema``), a screenshot also
 as image content, and ``isError`` when it is not ok. Bad arguments (wrong types, missing fields) are rejected by
-the SDK's argument validation and come back as the tools' ``bad_argument`` result before any tool runs.
+the SDK's argument validation and come back as the tools' ``bad_argument`` result before any tool runs; so do
+arguments a tool does not take. Types are strict: an integer must be a JSON integer (not ``"10"``, ``true`` or
+``10.0``), a string a JSON string.
 Instructions, descriptions and examples name the loaded graph's game, pages and tasks.
 
 stdout carries only JSON-RPC: logging goes to stderr (configured by ``python -m engine`` before anything logs),
-``print`` in library code lands on stderr (``sys.stdout`` is stderr while the session opens, and the SDK's stdio
-transport points fd 1 at stderr while it serves), and the real stdout is the transport's alone.
+``print`` in library code lands on stderr (``sys.stdout`` is stderr while the session opens and while it serves,
+fd 1 included), and the real stdout is the transport's alone: engine.mcpwire writes answers to a private copy of
+it from a thread of its own, and reads stdin on another, stamping each call's arrival so its bound counts the
+time it waited to be read.
 """
 
 # No `from __future__ import annotations`: the SDK reads the tools' parameter types, and the local aliases
 # (X, Y) must be real objects when it does.
 import base64
 import contextlib
+import contextvars
+import inspect
 import json
 import logging
+import math
 import os
 import sys
 import threading
@@ -32,17 +41,26 @@ from typing import Annotated, Any, Iterator
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from engine import __version__
+from engine.mcpwire import QueuedStdout, StampedStdin
 from engine.results import ToolResult, tool_result_model
 from engine.tools import SPECS, Tools
 
 log = logging.getLogger(__name__)
 
-GRACE_S = 0.5
-"""How far past a tool's bound the server's own belt may let a call run before answering timeout itself."""
+GRACE_S = 0.05
+"""How far past a tool's bound the server's own belt lets a call run before answering timeout itself. The tools
+layer answers by its own deadline (counted from the request's arrival here), so the belt only catches a worker
+thread that could not even report; a long grace would be a late answer the client sees."""
+
+SWITCH_INTERVAL_S = 0.001
+"""The interpreter's thread switch interval while serving. The event loop and the wire's threads share the GIL
+with navigation threads that compute; at Python's default 5 ms a thread woken by a new request or a finished
+answer may wait that long for each hand-off. 1 ms keeps the transport responsive for a small cost in switching."""
 
 INSTRUCTIONS = """\
 Drives the game {game} (described by a YAML page graph) on an Android device over ADB.
@@ -51,6 +69,9 @@ the evidence for it, and screenshot_analysis.suggested_action when something wen
 dismiss_popup_then_retry, use_vision, reconnect, restart_app, human). Prefer alas_goto and alas_run (they
 verify every step by looking) over raw adb_tap/adb_swipe. alas_tools lists the tasks alas_run knows{tasks}.
 Every tool is time-bounded; a timeout is a result, not a hang."""
+
+ARRIVED: contextvars.ContextVar[float | None] = contextvars.ContextVar("arrived", default=None)
+"""When the request being handled came off the wire (the tools' clock), if the transport recorded it."""
 
 ToolResultJson = tool_result_model()
 Answer = Annotated[CallToolResult, ToolResultJson]
@@ -69,11 +90,11 @@ def to_call_result(result: ToolResult) -> CallToolResult:
 async def invoke(tools: Tools, name: str, arguments: dict[str, Any]) -> CallToolResult:
     """Run one tool on a worker thread; cancellation of the request sets the tool's cancel Event."""
     cancel = threading.Event()
-    started = tools.clock()
+    started = min(tools.clock(), ARRIVED.get() or math.inf)  # queued behind other requests: that wait counts
     try:
         with anyio.fail_after(tools.bound(name) + GRACE_S):
             result = await anyio.to_thread.run_sync(
-                partial(tools.call, name, arguments, cancel=cancel), abandon_on_cancel=True
+                partial(tools.call, name, arguments, cancel=cancel, started=started), abandon_on_cancel=True
             )
     except TimeoutError:
         cancel.set()
@@ -93,16 +114,49 @@ def problems_of(exc: ValidationError) -> list[dict[str, str]]:
     ]
 
 
+def unknown_arguments(arguments: Any, known: set[str]) -> list[dict[str, str]]:
+    """A problem per argument the tool does not take (the SDK would drop them silently)."""
+    if not isinstance(arguments, dict):
+        return [{"field": "(arguments)", "problem": "arguments must be a JSON object", "type": "dict_type"}]
+    listed = ", ".join(sorted(known)) or "none"
+    return [{"field": str(key), "problem": f"unknown argument (this tool takes: {listed})", "type": "extra_forbidden"}
+            for key in arguments if key not in known]
+
+
 class EngineServer(MCPServer):
-    """MCPServer whose argument errors and unknown tool names come back as the tools' structured ToolResults."""
+    """MCPServer whose argument errors, unknown arguments and unknown tool names come back as the tools' structured
+    ToolResults."""
 
     def __init__(self, tools: Tools, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.tools = tools
+        self.parameters: dict[str, set[str]] = {}
+        """Each tool's argument names (from its handler's signature, which is also its input schema)."""
+        self.arrivals: dict[str, float] = {}
+        """When each pending tools/call request was read off stdio, by request id (engine.mcpwire)."""
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, its stdin read by engine.mcpwire so each call's arrival is known: under a burst
+        of calls a request waits to be read, and its bound must count that wait."""
+        stdin = StampedStdin(sys.stdin.buffer, self.tools.clock).start()
+        stdout = QueuedStdout(os.fdopen(os.dup(sys.stdout.fileno()), "wb"))  # the wire: the real fd 1, kept
+        self.arrivals = stdin.arrivals
+        try:
+            with stdout_to_stderr():  # stray prints and C writes to fd 1 stay off the wire while serving
+                async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):  # type: ignore
+                    await self._lowlevel_server.run(read_stream, write_stream,
+                                                    self._lowlevel_server.create_initialization_options())
+        finally:
+            stdout.close()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        arrived = self.arrivals.pop(str(context.request_id), None) if context is not None else None
         if name not in SPECS:
             return to_call_result(self.tools.call(name, arguments))  # an unknown tool, with suggestions
+        ARRIVED.set(arrived)
+        extra = unknown_arguments(arguments, self.parameters.get(name, set()))
+        if extra:
+            return to_call_result(self.tools.bad_arguments(name, extra))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -156,13 +210,15 @@ def handlers(tools: Tools) -> dict[str, Any]:
     async def alas_state() -> Answer:
         return await invoke(tools, "alas_state", {})
 
-    async def alas_goto(page: Annotated[str, Field(description=f"Destination page name{page_example}.")]) -> Answer:
+    async def alas_goto(page: Annotated[str, Field(strict=True, description=f"Destination page name{page_example}.")]
+                        ) -> Answer:
         return await invoke(tools, "alas_goto", {"page": page})
 
     async def alas_tools() -> Answer:
         return await invoke(tools, "alas_tools", {})
 
-    async def alas_run(name: Annotated[str, Field(description=f"Task name as alas_tools lists it{task_example}.")]
+    async def alas_run(name: Annotated[str, Field(strict=True,
+                                                  description=f"Task name as alas_tools lists it{task_example}.")]
                        ) -> Answer:
         return await invoke(tools, "alas_run", {"name": name})
 
@@ -180,6 +236,7 @@ def build_server(tools: Tools) -> EngineServer:
     for name, fn in handlers(tools).items():
         annotations = acting if SPECS[name].acts else read_only
         server.add_tool(fn, name=name, description=describe(tools, name), annotations=annotations)
+        server.parameters[name] = set(inspect.signature(fn).parameters)
     return server
 
 
@@ -210,9 +267,11 @@ def serve(open_tools: Any, *, transport: str = "stdio", host: str = "127.0.0.1",
     with stdout_to_stderr():
         tools, close = open_tools()
         server = build_server(tools)
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         if transport == "stdio":
-            # The SDK's stdio transport takes fd 1 for the wire and points fd 1 at stderr while it serves.
+            # The wire is a private copy of fd 1 (engine.mcpwire); fd 1 itself points at stderr while it serves.
             anyio.run(server.run_stdio_async)
         elif transport == "http":
             with stdout_to_stderr():
@@ -220,6 +279,7 @@ def serve(open_tools: Any, *, transport: str = "stdio", host: str = "127.0.0.1",
         else:
             raise ValueError(f"unknown transport {transport!r}; use stdio or http")
     finally:
+        sys.setswitchinterval(switch_interval)
         with stdout_to_stderr():
             tools.close()
             close()

@@ -152,20 +152,24 @@ class Tools:
         return spec.default_bound
 
     def call(self, name: str, arguments: dict[str, Any] | None = None, *,
-             cancel: threading.Event | None = None) -> ToolResult:
-        """Run tool `name` with `arguments`, bounded; never raises for a device or navigation failure."""
+             cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
+        """Run tool `name` with `arguments`, bounded; never raises for a device or navigation failure.
+
+        `started` (this Tools' clock) is when the request arrived, if earlier than now: the bound counts from it,
+        so time spent reaching a worker thread is inside the bound, not added to it.
+        """
         if name not in SPECS:
             hint, options = did_you_mean(name, SPECS)
             return self.result(name, ok=False, status="bad_argument",
                                text=f"unknown tool {name!r}{hint or '; tools: ' + ', '.join(SPECS)}",
                                extra={"suggestions": options})
         try:
-            return getattr(self, name)(**(arguments or {}), cancel=cancel)
+            return getattr(self, name)(**(arguments or {}), cancel=cancel, started=started)
         except TypeError as exc:
             return self.result(name, ok=False, status="bad_argument", text=f"{name}: {exc}")
 
-    def adb_health(self, *, cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+    def adb_health(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             if self._health is None:
@@ -181,8 +185,8 @@ class Tools:
 
         return self._bounded("adb_health", work, cancel, started)
 
-    def adb_screenshot(self, *, cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+    def adb_screenshot(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             frame = self.device.screenshot(allow_black=True)  # a black frame is an answer here, not an error
@@ -196,8 +200,9 @@ class Tools:
 
         return self._bounded("adb_screenshot", work, cancel, started)
 
-    def adb_tap(self, x: int, y: int, *, cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+    def adb_tap(self, x: int, y: int, *, cancel: threading.Event | None = None,
+                started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
         target = {"x": x, "y": y}
         problem = self._off_screen("tap", [(x, y)])
         if problem:
@@ -206,8 +211,8 @@ class Tools:
         return self._act("adb_tap", target, action, f"tapped ({x}, {y})", cancel, started)
 
     def adb_swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300, *,
-                  cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+                  cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
         target = {"x1": x1, "y1": y1, "x2": x2, "y2": y2, "duration_ms": duration_ms}
         longest = int((self.bound("adb_swipe") - SWIPE_MARGIN_S) * 1000)
         problem = self._off_screen("swipe", [(x1, y1), (x2, y2)])
@@ -221,8 +226,8 @@ class Tools:
         return self._act("adb_swipe", target, action, f"swiped ({x1}, {y1}) -> ({x2}, {y2}) in "
                          f"{duration_ms} ms", cancel, started)
 
-    def alas_state(self, *, cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+    def alas_state(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
         if self.navigator is None:
             return self._unavailable("alas_state", started, None)
 
@@ -244,8 +249,9 @@ class Tools:
 
         return self._bounded("alas_state", work, cancel, started)
 
-    def alas_goto(self, page: str, *, cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+    def alas_goto(self, page: str, *, cancel: threading.Event | None = None,
+                  started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
         names = [p for p in self.graph.page_names if p != self.graph.unknown_page]
         page = canonical_page(self.graph, page)
         if page not in names:
@@ -259,8 +265,8 @@ class Tools:
 
         return self._bounded("alas_goto", work, cancel, started, target=page, exclusive=True)
 
-    def alas_tools(self, *, cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+    def alas_tools(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
         if self.navigator is None:
             return self._unavailable("alas_tools", started, None)
 
@@ -273,8 +279,8 @@ class Tools:
 
         return self._bounded("alas_tools", work, cancel, started)
 
-    def alas_run(self, name: str, *, cancel: threading.Event | None = None) -> ToolResult:
-        started = self.clock()
+    def alas_run(self, name: str, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
+        started = self.clock() if started is None else started
         if self.navigator is None:
             return self._unavailable("alas_run", started, name)
         names = self.tasks.names() if self.tasks is not None else []

@@ -7,6 +7,7 @@ import logging
 import sys
 import threading
 
+from engine.cli import port
 from engine.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ def _build_game(args: argparse.Namespace):
     if args.assets:
         from engine.assetpacks import load_pack
 
-        assets = load_pack(args.assets, graph.server)
+        assets = load_pack(args.assets, graph.server, fallback=graph.fallback_server)
     scenario = Scenario.from_file(args.scenario) if getattr(args, "scenario", None) else None
     return SimGame(graph, assets=assets, scenario=scenario, seed=getattr(args, "seed", None))
 
@@ -55,6 +56,9 @@ def _serve(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     import cv2
 
+    from engine.cli import check_image_path
+
+    check_image_path(args.out)
     game = _build_game(args)
     try:
         game.goto(args.page)
@@ -65,10 +69,25 @@ def _render(args: argparse.Namespace) -> int:
             game.show_popup(name)
         except KeyError:
             raise ConfigError(f"no popup {name!r} in the graph") from None
-    if not cv2.imwrite(args.out, game.frame()):
+    try:
+        written = cv2.imwrite(args.out, game.frame())
+    except cv2.error:
+        written = False
+    if not written:
         raise ConfigError(f"cannot write {args.out} (use a .png name in an existing folder)")
     print(args.out)
     return 0
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} seconds must be positive and finite")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -83,12 +102,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     serve = verbs.add_parser("serve", help="run a fake ADB server backed by the simulated game until Ctrl-C")
     _common(serve)
-    serve.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    serve.add_argument("--port", type=port, default=0, help="port to listen on (default: a free one)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--serial", default="sim-0")
     serve.add_argument("--scenario", help="fault scenario YAML (engine.sim.scenario.Scenario)")
     serve.add_argument("--seed", type=int, default=None, help="seed of the scenario's faults")
-    serve.add_argument("--for", dest="seconds", type=float, default=None, help="stop after this many seconds")
+    serve.add_argument("--for", dest="seconds", type=seconds, default=None, help="stop after this many seconds")
     serve.set_defaults(handler=_serve)
 
     render = verbs.add_parser("render", help="write one page (optionally under popups) as a PNG")

@@ -13,15 +13,19 @@ def _cli(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from engine.cli import open_tools
+    from engine.cli import check_session_arguments, open_tools
+    from engine.errors import ConfigError
     from engine.mcp_server import serve
 
-    serve(lambda: open_tools(args), transport=args.transport, host=args.host, port=args.port)
+    if args.transport == "stdio" and (args.host is not None or args.port is not None):
+        raise ConfigError("--host and --port only apply to --transport http (stdio has no address)")
+    check_session_arguments(args)  # before the transport starts: a refused flag is one line, not a dead server
+    serve(lambda: open_tools(args), transport=args.transport, host=args.host or "127.0.0.1", port=args.port or 8000)
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from engine.cli import add_session_arguments
+    from engine.cli import add_session_arguments, port
 
     cli = sub.add_parser(
         "cli",
@@ -48,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                        help="stdio (default) or http (streamable HTTP at http://HOST:PORT/mcp)")
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1, loopback only)")
-    serve.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    serve.add_argument("--host", default=None, help="HTTP address (default 127.0.0.1, loopback only)")
+    serve.add_argument("--port", type=port, default=None, help="HTTP port (default 8000)")
     add_session_arguments(serve, results=False)
     serve.set_defaults(handler=_serve)

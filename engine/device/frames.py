@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from engine.errors import BadFrame
+from engine.imageheader import check_image_bytes
 
 # Android PixelFormat values screencap writes: bytes per pixel and how to get BGR.
 _RGBA_8888, _RGBX_8888, _RGB_888, _RGB_565, _BGRA_8888 = 1, 2, 3, 4, 5
@@ -80,7 +81,12 @@ def encode_raw(frame: np.ndarray, *, colorspace: bool = True) -> bytes:
 
 
 def decode_png(data: bytes | bytearray) -> np.ndarray:
-    """BGR frame from ``screencap -p`` output (any image format OpenCV reads)."""
+    """BGR frame from ``screencap -p`` output (any image format OpenCV reads).
+
+    Raises:
+        BadFrame: not an image, or its header announces an empty or oversized one (refused before decoding).
+    """
+    check_image_bytes(data, "screencap -p output")
     frame = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR) if data else None
     if frame is None:
         head = bytes(data[:16])
@@ -103,10 +109,15 @@ def fit(frame: np.ndarray, resolution: tuple[int, int]) -> np.ndarray:
 
 
 def check_shape(frame: np.ndarray, resolution: tuple[int, int]) -> None:
-    """Raise BadFrame unless `frame` is a BGR uint8 image of `resolution`'s orientation and aspect ratio."""
+    """Raise BadFrame unless `frame` is a non-empty BGR uint8 image of `resolution`'s orientation and aspect
+    ratio."""
+    if not isinstance(frame, np.ndarray):
+        raise BadFrame(f"frame is a {type(frame).__name__}, not an image array")
     if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
         raise BadFrame(f"frame is {frame.dtype} of shape {frame.shape}, not BGR uint8")
     height, width = frame.shape[:2]
+    if width == 0 or height == 0:
+        raise BadFrame(f"frame is empty ({width}x{height})")
     want_w, want_h = resolution
     if (width >= height) != (want_w >= want_h):
         raise BadFrame(

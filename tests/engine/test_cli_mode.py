@@ -172,6 +172,9 @@ def test_serial_drives_a_device_behind_an_adb_server(tmp_path):
             healthy = _run(["--serial", "phone-7", "--assets", str(assets), "--health", "--json"], env)
             assert healthy.returncode == 0, healthy.stdout + healthy.stderr
             assert _json(healthy)["data"]["health"]["serial"] == "phone-7"
+            by_flag = _run(["--serial", "phone-7", "--adb-port", str(port), "--assets", str(assets), "--health"],
+                           _env(ANDROID_ADB_SERVER_PORT="1"))  # --adb-port is honoured over the environment
+            assert by_flag.returncode == 0, by_flag.stdout + by_flag.stderr
             missing = _run(["--serial", "phone-8", "--assets", str(assets), "--health", "--json"], env)
             assert missing.returncode == 1
             result = _json(missing)
@@ -216,3 +219,93 @@ def test_every_device_command_prints_a_tool_result_with_one_exit_code_rule(comma
     result = _json(proc)
     assert (result["status"], proc.returncode) == (status, code), proc.stderr
     assert result["data"]["tool"].startswith(("adb_", "alas_"))
+
+
+# --------------------------------------------------------------------------------------------- never a traceback
+
+
+@pytest.mark.parametrize("status, code", [
+    ("verified", 0), ("unknown_screen", 1), ("stuck", 1), ("timeout", 1), ("popup_blocking", 1), ("no_route", 1),
+    ("device_error", 1), ("black_frame", 1), ("unknown_page", 2), ("unknown_task", 2), ("bad_argument", 2),
+    ("config_error", 2), ("not_implemented", 3),
+])
+def test_a_navigation_that_ran_and_failed_is_1_and_only_bad_input_is_2(status, code):
+    from engine.cli import exit_code
+    from engine.results import make_result
+
+    assert exit_code(make_result("alas_goto", ok=status == "verified", status=status, text="t")) == code
+
+
+def test_an_unexpected_exception_is_one_stderr_line_and_its_traceback_is_logged_at_debug(capsys, caplog):
+    import argparse
+    import logging
+
+    from engine.__main__ import run
+
+    def broken(args):
+        raise RuntimeError("boom\nsecond line")
+
+    with caplog.at_level(logging.DEBUG, logger="engine"):
+        code = run(argparse.Namespace(handler=broken))
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "RuntimeError: boom | second line" in err
+    assert "Traceback" not in err
+    assert any(r.exc_info and r.levelno == logging.DEBUG for r in caplog.records)
+
+
+def test_a_path_the_os_refuses_is_bad_input(capsys):
+    import argparse
+
+    from engine.__main__ import run
+
+    def missing(args):
+        raise NotADirectoryError(20, "Not a directory", "/dev/null")
+
+    assert run(argparse.Namespace(handler=missing)) == 2
+    assert capsys.readouterr().err == "error: /dev/null: Not a directory\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sim", "serve", "--port", "99999"], "port 99999 is not in 0..65535"),
+    (["serve", "--transport", "http", "--port", "x"], "'x' is not a port number"),
+    (["tap", "1", "up"], "invalid int value"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_argument_errors_are_one_line_and_exit_2(capsys, argv, message):
+    from engine.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["health", "--adb-port", "5999"], "--adb-port given without --serial"),
+    (["health", "--adb-host", "10.0.0.2"], "--adb-host given without --serial"),
+    (["health", "--serial", "emulator-5554", "--seed", "3"], "--seed given with --serial emulator-5554"),
+    (["state", "--serial", "emulator-5554", "--scenario", "x.yaml"], "--scenario given with --serial"),
+    (["serve", "--port", "8123"], "only apply to --transport http"),
+    (["serve", "--host", "0.0.0.0"], "only apply to --transport http"),
+])
+def test_flags_that_would_be_ignored_are_refused_before_a_session_opens(capsys, monkeypatch, argv, message):
+    import engine.session
+    from engine.__main__ import main
+
+    monkeypatch.setattr(engine.session, "open_session", lambda *a, **k: pytest.fail("a session was opened"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_image_paths_are_checked_before_the_device_is_asked(tmp_path):
+    from engine.cli import check_image_path
+    from engine.errors import ConfigError
+
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "folder.png").mkdir()
+    assert check_image_path(str(tmp_path / "new" / "deeper" / "out.png")) == tmp_path / "new" / "deeper" / "out.png"
+    for path, message in ((tmp_path / "a_file" / "out.png", "is not a folder"), (tmp_path / "folder.png", "folder"),
+                          (tmp_path / "out.gif", "must end in")):
+        with pytest.raises(ConfigError, match=message):
+            check_image_path(str(path))

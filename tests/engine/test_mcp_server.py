@@ -212,6 +212,61 @@ def test_a_cancelled_goto_stops_tapping_at_the_next_hop(mcp, workdir, far_page):
     assert body(mcp.call("adb_tap", {"x": 5, "y": 5}))["ok"]
 
 
+def _burst(client: SyncClient, calls: list[tuple[str, dict]]) -> list[tuple[str, dict, float]]:
+    """All `calls` at once over the one client; each answer with its round trip as the client saw it."""
+
+    async def timed(name: str, arguments: dict) -> tuple[str, dict, float]:
+        start = time.monotonic()
+        result = await client.client.call_tool(name, arguments)
+        return name, body(result), time.monotonic() - start
+
+    futures = [client.portal.start_task_soon(timed, name, arguments) for name, arguments in calls]
+    return [future.result(90) for future in futures]
+
+
+def test_twenty_concurrent_calls_each_answer_inside_their_bound_while_gotos_hold_the_device(mcp):
+    """Gotos and taps mixed, 20 at once: taps queue behind the gotos for the device and must still answer in time.
+
+    The server counts each bound from the moment the call came off the wire (engine.mcpwire), so its answer is
+    built inside the bound (``elapsed_ms``). The client's round trip adds the transport, which the server cannot
+    bound: the SDK client queues 20 concurrent requests through its own writer. That allowance is measured here,
+    with 20 concurrent alas_tools calls (no device, answered at once) over the same client, once warm (the first
+    burst also starts both sides' thread pools), plus 0.1 s for the scheduling jitter of a loaded 2-core machine.
+    Measured: 0.03-0.05 s of transport; taps answered at 0.87-0.88 s server-side, 0.90-0.94 s round trip.
+    """
+    from engine.policies import load_policies
+
+    policies = load_policies()
+    _burst(mcp, [("alas_tools", {})] * 20)
+    baseline = _burst(mcp, [("alas_tools", {})] * 20)
+    transport = max(rtt - result["data"]["elapsed_ms"] / 1000 for _, result, rtt in baseline)
+    allowance = transport + 0.1
+    assert transport < 1.0, f"the transport alone took {transport:.2f} s"
+    assert body(mcp.call("alas_goto", {"page": "page_main"}))["ok"]
+    pages = ["page_commission", "page_dock", "page_main", "page_reward"]
+    calls = [("alas_goto", {"page": pages[i // 5]}) if i % 5 == 0 else ("adb_tap", {"x": 5 + i, "y": 5})
+             for i in range(20)]
+    answers = _burst(mcp, calls)
+    bounds = {"alas_goto": policies.get("goto").timeout, "adb_tap": policies.get("tap").timeout}
+    for name, result, rtt in answers:
+        bound = bounds[name]
+        assert result["data"]["elapsed_ms"] <= bound * 1000, (name, result["status"], result["data"]["elapsed_ms"])
+        assert rtt <= bound + allowance, (name, result["status"], round(rtt, 3), round(allowance, 3))
+    statuses = {result["status"] for name, result, _ in answers if name == "adb_tap"}
+    assert "timeout" in statuses, statuses  # some taps did wait for the device, and answered in time all the same
+
+
+def test_unknown_arguments_and_loose_types_are_bad_arguments_naming_them(mcp):
+    extra = body(mcp.call("adb_tap", {"x": 1, "y": 1, "z": 2, "force": True}))
+    assert extra["status"] == "bad_argument"
+    assert sorted(e["field"] for e in extra["data"]["errors"]) == ["force", "z"]
+    assert "unknown argument" in extra["text"]
+    for arguments in ({"x": "10", "y": 1}, {"x": True, "y": 1}, {"x": 10.0, "y": 1}):
+        loose = body(mcp.call("adb_tap", arguments))
+        assert loose["status"] == "bad_argument" and loose["data"]["errors"][0]["field"] == "x", arguments
+    assert body(mcp.call("alas_goto", {"page": 7}))["status"] == "bad_argument"
+
+
 # --------------------------------------------------------------------------------------------- a hung device
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import struct
 
 import cv2
 import numpy as np
@@ -40,6 +41,24 @@ def test_observe_unreadable_file_is_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"not an image")
     assert main(["observe", str(bad)]) == 2
+
+
+def test_observe_over_a_folder_reports_each_bad_file_and_goes_on(tmp_path, capsys):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a_grey.png"), np.full((720, 1280, 3), 128, np.uint8))
+    (folder / "b_junk.png").write_bytes(b"not an image")
+    header = struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)  # a 20000x20000 PNG, refused from its header
+    (folder / "c_huge.png").write_bytes(b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + header + bytes(4))
+    cv2.imwrite(str(folder / "d_portrait.png"), np.full((1280, 720, 3), 90, np.uint8))
+    cv2.imwrite(str(folder / "e_grey.png"), np.full((720, 1280, 3), 128, np.uint8))
+    assert main(["observe", "--server", "en", str(folder)]) == 2
+    out, err = capsys.readouterr()
+    assert [line.split(":")[0].rsplit("/", 1)[-1] for line in out.splitlines()] == ["a_grey.png", "e_grey.png"]
+    errors = err.splitlines()
+    assert "b_junk.png" in errors[0] and "c_huge.png" in errors[1] and "refused without decoding" in errors[1]
+    assert "d_portrait.png" in errors[2] and "portrait" in errors[2]
+    assert errors[3].startswith("error: 3 of 5 frame file(s) could not be observed")
 
 
 def test_capture_crops_a_button_from_the_embedded_simulator(tmp_path, capsys):

@@ -165,6 +165,24 @@ def test_a_hung_tap_times_out_inside_its_bound_and_a_queued_tap_never_fires(fake
     assert phone.taps == [(1, 1)]  # the hung request completed; nothing queued behind it ran
 
 
+def test_a_call_that_waited_to_be_read_counts_that_wait_inside_its_bound(fake_tools, phone):
+    """`started` is when the request arrived (the MCP server stamps it off the wire): a tap queued for 0.5 s before
+    it reached the tools has only the rest of its bound to wait for the device, and its answer is built inside it."""
+    bound = fake_tools.bound("adb_tap")
+    assert fake_tools.device_lock.acquire(timeout=1)  # another call holds the device throughout
+    try:
+        arrived = fake_tools.clock() - 0.5
+        start = time.monotonic()
+        result = fake_tools.call("adb_tap", {"x": 3, "y": 3}, started=arrived)
+        waited = time.monotonic() - start
+    finally:
+        fake_tools.device_lock.release()
+    assert result.status == "timeout" and "waiting for the device" in result.text
+    assert result.data["elapsed_ms"] <= bound * 1000  # counted from its arrival, answered before the bound
+    assert waited < bound - 0.3  # it did not get a fresh bound of its own on top of the queueing
+    assert phone.taps == []
+
+
 def test_health_does_not_wait_for_the_device_lock(fake_tools, phone):
     phone.hold()
     blocked = threading.Thread(target=fake_tools.adb_tap, args=(5, 5))

@@ -1,8 +1,11 @@
-"""Frame functions: raw decoding, fitting to the graph's resolution, black and flat detection."""
+"""Frame functions: raw decoding, fitting to the graph's resolution, black and flat detection; image headers read
+before decoding (engine.imageheader)."""
 
 from __future__ import annotations
 
+import io
 import struct
+import zlib
 
 import cv2
 import numpy as np
@@ -10,6 +13,7 @@ import pytest
 
 from engine.device import frames
 from engine.errors import BadFrame
+from engine.imageheader import check_image_file, check_size, image_size
 
 
 def _scene(width: int = 1280, height: int = 720) -> np.ndarray:
@@ -116,3 +120,59 @@ def test_flat_frame_detection():
     assert frames.frame_problem(white) == "flat"
     assert not frames.is_flat(_scene())
     assert frames.frame_problem(_scene()) is None
+
+
+# --------------------------------------------------------------------------------------------- empty and oversized
+
+
+@pytest.mark.parametrize("shape", [(0, 0, 3), (0, 1280, 3), (720, 0, 3)])
+def test_an_empty_frame_is_a_bad_frame_not_a_division_by_zero(shape):
+    frame = np.zeros(shape, np.uint8)
+    with pytest.raises(BadFrame, match="empty"):
+        frames.check_shape(frame, (1280, 720))
+    with pytest.raises(BadFrame, match="empty"):
+        frames.fit(frame, (1280, 720))
+
+
+def _png_header(width: int, height: int) -> bytes:
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+
+
+@pytest.mark.parametrize("ext", [".png", ".jpg", ".bmp", ".webp"])
+def test_image_sizes_are_read_from_the_header(ext):
+    ok, encoded = cv2.imencode(ext, np.zeros((37, 53, 3), np.uint8))
+    assert ok and image_size(io.BytesIO(encoded.tobytes())) == (53, 37)
+
+
+def test_a_jpeg_size_is_found_past_a_long_segment_and_unknown_content_has_none():
+    ok, encoded = cv2.imencode(".jpg", np.zeros((37, 53, 3), np.uint8))
+    data = encoded.tobytes()
+    exif = b"\xff\xe1" + struct.pack(">H", 60000) + bytes(59998)  # a big APP1 before the frame header
+    assert image_size(io.BytesIO(data[:2] + exif + data[2:])) == (53, 37)
+    assert image_size(io.BytesIO(b"not an image")) is None
+    assert image_size(io.BytesIO(data[:40])) is None  # cut before its frame header
+
+
+@pytest.mark.parametrize("size, message", [((20000, 20000), "20000x20000, over the limit"),
+                                           ((8000, 6000), "over the limit"), ((0, 10), "empty image")])
+def test_oversized_or_empty_headers_are_refused_without_decoding(monkeypatch, size, message):
+    decoded = []
+    monkeypatch.setattr(frames.cv2, "imdecode", lambda *a: decoded.append(a))
+    with pytest.raises(BadFrame, match=message):
+        frames.decode_png(_png_header(*size) + bytes(100))
+    assert decoded == []  # refused before OpenCV saw a byte
+
+
+def test_limits_are_a_side_and_an_area():
+    check_size((8192, 4608), "ok")  # 37.7 MP, sides within 8192
+    with pytest.raises(BadFrame):
+        check_size((8193, 100), "one side too long")
+    check_size(None, "an unknown format is left to the decoder")
+
+
+def test_check_image_file_reads_only_the_header(tmp_path):
+    path = tmp_path / "huge.png"
+    path.write_bytes(_png_header(30000, 100))  # nothing after the header: decoding would fail, the header decides
+    with pytest.raises(BadFrame, match="30000x100"):
+        check_image_file(path)
