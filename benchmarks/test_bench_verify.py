@@ -9,9 +9,11 @@ round trip against a local endpoint <= 20 ms of our own overhead; peak RSS of ob
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -132,7 +134,23 @@ def test_bench_classify_naive_alas_baseline(benchmark, sim):
         assert RESULTS["classify"] <= 0.5 * RESULTS["naive"], RESULTS
 
 
+def _engine_alone_ms(region: np.ndarray, rounds: int = 40) -> float:
+    """The same-run baseline: RapidOCR's own recognition of the same crop, p50 in ms."""
+    from verifiers import ocr
+
+    engine = ocr.engine()
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        engine(region, use_det=False, use_cls=False, use_rec=True)
+        samples.append(time.perf_counter() - start)
+    return 1000 * statistics.median(samples)
+
+
 def test_bench_ocr_known_region(benchmark):
+    """Reading one known region is one recognition call: within 1.3x the engine's own call on the same crop,
+    measured in the same run (the engine's speed is the machine's: 12 ms on one, 26-35 ms on another), and
+    under a generous 60 ms whatever the machine."""
     from verifiers import ocr
 
     frame = np.full((720, 1280, 3), 35, np.uint8)
@@ -142,8 +160,11 @@ def test_bench_ocr_known_region(benchmark):
     assert ocr.normalise(text) == "commission"
     median = _median_ms(benchmark)
     if median is not None:
+        baseline = _engine_alone_ms(np.ascontiguousarray(frame[60:115, 90:400]))
+        benchmark.extra_info.update({"engine_alone_ms": baseline, "ratio": median / baseline})
         RESULTS["ocr"] = median
-        assert median <= 30.0
+        assert median <= 1.3 * baseline, (median, baseline)
+        assert median <= 60.0
 
 
 class _Canned(BaseHTTPRequestHandler):

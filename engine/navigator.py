@@ -120,9 +120,7 @@ class Navigator:
 
     def __init__(self, device: Device, graph: Graph, observer: Observer, *, actuator: Actuator | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.device = device
-        self.graph = graph
-        self.observer = observer
+        self.device, self.graph, self.observer = device, graph, observer
         self.actuator = actuator or Actuator(device, graph)
         self.machine = BeliefMachine(graph, clock)
         self.last_observation: Observation | None = None
@@ -239,6 +237,7 @@ class Navigator:
         ctx.record("device_fault", error=type(course.fault).__name__, message=str(course.fault),
                    health=getattr(health, "status", None), in_a_row=course.faults)
         if course.faults >= MAX_DEVICE_FAULTS:
+            course.fault.health = health  # the verdict: no need to probe a dead device twice
             raise course.fault
         ctx.wait(min(POLL_S * 2 ** course.faults, MAX_POLL_S))
         course.expected = None
@@ -436,9 +435,9 @@ class Navigator:
 
     def _device_failure(self, ctx: RunContext, exc: DeviceError) -> Outcome:
         """A device fault that retries did not cure: run the health probe and report what it says."""
-        health = None
+        health = getattr(exc, "health", None)
         try:
-            health = self.device.health()
+            health = health or self.device.health()
         except EngineError as err:  # health() should never raise, but an outcome must come back regardless
             log.warning("health probe failed: %s", err)
         status = exc.status
