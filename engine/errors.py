@@ -17,6 +17,7 @@
     ├── VerificationError      the screen could not be checked
     │   ├── MissingAsset           the asset pack has no template for a signature
     │   └── VisionError            the vision model could not be asked, or its answer cannot be trusted
+    ├── ModelError             a language model could not be asked, or its answer cannot be used (carries reason)
     └── NavigationError        a goto or run could not finish
         ├── UnknownPage            a page name the graph does not have (carries suggestions)
         ├── NoRoute                no chain of links leads from one page to the other
@@ -145,6 +146,16 @@ class MissingAsset(VerificationError):
 
 class VisionError(VerificationError):
     """The vision model could not be asked, or its answer cannot be trusted (see `reason`)."""
+
+    def __init__(self, message: str, *, reason: str, **context: object) -> None:
+        super().__init__(message, reason=reason, **context)
+        self.reason = reason
+
+
+class ModelError(EngineError):
+    """The agent's model could not be asked (no key, timeout, 429/5xx after retries) or answered unusably."""
+
+    status = "model_error"
 
     def __init__(self, message: str, *, reason: str, **context: object) -> None:
         super().__init__(message, reason=reason, **context)

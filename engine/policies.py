@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Union
 
 import tenacity
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine import errors
 from engine.errors import ConfigError
@@ -70,6 +70,21 @@ def error_class(name: str) -> type[BaseException]:
     raise ValueError(f"{name!r} is not an error class of engine.errors{hint}")
 
 
+class RepeatLimits(_Model):
+    """How often one (action, arguments, result) may repeat among the last `window` before the caller reacts."""
+
+    window: int = Field(8, ge=2, le=100, description="Entries remembered.")
+    warn: int = Field(3, ge=2, le=100, description="Repeats that earn a warning.")
+    refuse: int = Field(5, ge=2, le=100, description="Repeats at which the action is refused.")
+    stop: int = Field(8, ge=2, le=100, description="Repeats at which the run stops.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RepeatLimits:
+        if not self.warn <= self.refuse <= self.stop <= self.window:
+            raise ValueError("repeat limits must satisfy warn <= refuse <= stop <= window")
+        return self
+
+
 class Policy(_Model):
     """How one tool or hop is retried and bounded."""
 
@@ -80,6 +95,7 @@ class Policy(_Model):
     wait: Wait = Field(default_factory=lambda: NoWait(type="none"), description="Pause between tries.")
     retry_on: tuple[str, ...] = Field(default=(), description="engine.errors class names worth another try.")
     reconnect: bool = Field(False, description="Reconnect to the device before the next try.")
+    repeat: RepeatLimits | None = Field(None, description="Anti-repeat limits (the agent loop's).")
 
     @field_validator("retry_on")
     @classmethod

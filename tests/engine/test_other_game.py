@@ -175,6 +175,11 @@ def test_mcp_goto_verifies_the_target():
         assert goto["data"]["observed"] == "page_map"
         state = body(client.call("alas_state"))
         assert state["data"]["observation"]["page"] == "page_map"
+        # What the client is told comes from the loaded graph: its game and its pages, nothing of Azur Lane.
+        told = (client.client.instructions or "") + json.dumps(
+            [tool.model_dump(mode="json") for tool in client.list_tools().tools])
+        assert "tower" in told and "page_map" in told
+        assert "azur" not in told.lower() and "page_commission" not in told
     finally:
         close()
 

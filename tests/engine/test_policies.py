@@ -331,3 +331,16 @@ def test_read_policy_file_returns_every_problem_without_raising(tmp_path):
     ]
     good, none = read_policy_file(_write(tmp_path, "policies:\n  tap: {attempts: 1, timeout: 1}\n"))
     assert none == [] and good.get("tap").attempts == 1
+
+
+def test_the_agent_policy_carries_its_repeat_limits_and_they_must_be_ordered(tmp_path):
+    from engine.errors import ConfigError
+
+    repeat = load_policies().get("agent").repeat
+    assert (repeat.window, repeat.warn, repeat.refuse, repeat.stop) == (8, 3, 5, 8)
+    bad = tmp_path / "p.yaml"
+    bad.write_text("policies:\n  agent:\n    attempts: 1\n    timeout: 60\n"
+                   "    repeat: {window: 8, warn: 5, refuse: 3, stop: 8}\n")
+    with pytest.raises(ConfigError) as info:
+        load_policies(bad)
+    assert "warn <= refuse <= stop <= window" in str(info.value) and ":5:" in str(info.value)
