@@ -9,6 +9,7 @@ timeout, and by the run's deadline.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import NavigationError
@@ -147,7 +148,8 @@ class _Execution:
         if spec is None or nav.last_frame is None:
             raise NavigationError(f"cannot read {step.field}: no such field or no frame")
         text, confidence = read_text(nav.last_frame, spec.area)
-        match = re.search(spec.pattern, text or "", re.IGNORECASE)
+        text = unicodedata.normalize("NFKC", text or "")  # full-width digits read from CJK fonts are digits
+        match = re.search(spec.pattern, text, re.IGNORECASE)
         value = (match.group(1) if match.groups() else match.group(0)) if match else None
         self.values[step.into or step.field] = value
         self.ctx.record("read", field=step.field, page=self.obs.page if self.obs else None, text=text, value=value,

@@ -11,6 +11,7 @@ import logging
 import re
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,8 +58,9 @@ def loaded() -> bool:
 
 
 def normalise(text: str) -> str:
-    """Collapse runs of whitespace to one space and casefold, so patterns need not care about either."""
-    return " ".join(text.split()).casefold()
+    """NFKC (full-width ``７`` is ``7``), runs of whitespace collapsed to one space, casefolded: patterns need not
+    care about any of them."""
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
 
 
 def _region(frame: np.ndarray, area) -> np.ndarray:

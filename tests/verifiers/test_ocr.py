@@ -57,3 +57,10 @@ def test_find_text_on_a_whole_frame(text_frame):
 def test_the_engine_is_loaded_once():
     assert ocr.engine() is ocr.engine()
     assert ocr.loaded()
+
+
+def test_normalise_folds_full_width_characters_space_and_case():
+    from verifiers.ocr import normalise
+
+    assert normalise("ＦＬＯＯＲ\u3000７") == "floor 7"
+    assert normalise("  Commission\n 3/4 ") == "commission 3/4"
