@@ -4,7 +4,7 @@ A graph is a folder of ``*.yaml`` files (sorted by name, not recursive), each a 
 pages and popups are concatenated and the graph-wide fields (game, resolution, servers, ...) may each be set in one
 file only. Files named ``tasks*.yaml`` (and ``goals*.yaml``) are skipped: they may live beside the pages but are
 not graph files. ``check_graph`` checks them with their own loaders, registered with ``register_companion`` (tasks
-are; anything else that lives beside a graph can register its check the same way). A single ``.yaml`` file is
+and goals are; anything else that lives beside a graph can register its check the same way). A single ``.yaml`` file is
 accepted too.
 
 Everything that can be checked before the first tap is checked at load time (MaaFramework's PipelineChecker), in two
@@ -56,6 +56,15 @@ def _check_tasks(files: list[Path], graph: Graph | None) -> list[Problem]:
 
 
 register_companion(COMPANION_PREFIXES[0] + "*.yaml", _check_tasks)
+
+
+def _check_goals(files: list[Path], graph: Graph | None) -> list[Problem]:
+    from engine.agent.goals import read_goals
+
+    return read_goals(files, graph)[1]
+
+
+register_companion(COMPANION_PREFIXES[1] + "*.yaml", _check_goals)
 
 
 @dataclass(frozen=True)

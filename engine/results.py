@@ -158,10 +158,12 @@ class ToolResult:
         return {"ok": self.ok, "status": self.status, "text": self.text, "data": self.data}
 
     def to_percept(self) -> dict[str, Any]:
-        """This result as a percept for an agent loop: failures are more urgent than successes."""
+        """This result as a percept for an agent loop: failures are more urgent than successes, and timeouts and
+        device faults (whatever suggests a reconnect) most urgent."""
+        urgent = self.status == "timeout" or suggested_action(self.status) == "reconnect"
         return {
             "modality": "tool_result",
-            "priority": 1 if self.ok else (3 if self.status in ("timeout", "device_offline", "human") else 2),
+            "priority": 1 if self.ok else (3 if urgent else 2),
             "content": self.text,
             "status": self.status,
             "tool": self.data.get("tool"),

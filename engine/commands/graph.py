@@ -34,6 +34,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    if args.goals:
+        from engine.agent.goals import goals_json_schema
+
+        print(json.dumps(goals_json_schema(), indent=2))
+        return 0
     if args.tasks:
         from engine.tasks import tasks_json_schema
 
@@ -91,7 +96,7 @@ def _route(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     validate = sub.add_parser(
-        "validate", help="check a graph folder (and its tasks*.yaml) and list every problem with file:line:col"
+        "validate", help="check a graph folder (and its tasks*.yaml and goals*.yaml) and list every problem with file:line:col"
     )
     _graph_arg(validate)
     validate.add_argument("--policies", metavar="FILE", help="also check this policy file; hops may name its policies")
@@ -100,6 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     schema = sub.add_parser("schema", help="print the JSON Schema of a graph file")
     schema.add_argument("--tasks", action="store_true", help="the schema of a tasks file instead")
+    schema.add_argument("--goals", action="store_true", help="the schema of a goals file instead")
     schema.set_defaults(handler=_schema)
 
     graph = sub.add_parser("graph", help="draw the page graph as mermaid or graphviz dot")

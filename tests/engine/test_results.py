@@ -10,6 +10,9 @@ def test_percepts_rank_failures_above_successes_and_device_trouble_highest():
     assert ok["modality"] == miss["modality"] == "tool_result"
     assert ok["priority"] < miss["priority"] < hung["priority"]
     assert miss["content"] == "popup still there" and miss["tool"] == "goto"
+    for device_fault in ("connection_lost", "device_offline", "adb_server_down", "device_not_found"):
+        assert ToolResult(False, device_fault, "lost", {}).to_percept()["priority"] == hung["priority"]
+    assert ToolResult(False, "unknown_page", "typo", {}).to_percept()["priority"] == miss["priority"]
 
 
 def test_the_suggested_actions_are_a_closed_set():
