@@ -63,7 +63,7 @@ def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = Tr
     group.add_argument("--adb-host", help="ADB server host (default: ANDROID_ADB_SERVER_HOST or 127.0.0.1)")
     group.add_argument("--adb-port", type=port, help="ADB server port (default: ANDROID_ADB_SERVER_PORT or 5037)")
     group.add_argument("--graph", default=os.environ.get("ENGINE_GRAPH"),
-                       help="page graph folder (default: the shipped Azur Lane graph)")
+                       help="page graph folder (default: the shipped default graph)")
     group.add_argument("--server", default=os.environ.get("ENGINE_SERVER"),
                        help="game server whose per-server values apply (default: the graph's first server)")
     group.add_argument("--assets", default=os.environ.get("ENGINE_ASSETS"),

@@ -110,7 +110,7 @@ class Report:
 def check_graph(
     path: str | Path | None = None, *, policies: str | Path | Iterable[str] | None = None, companions: bool = True
 ) -> Report:
-    """Load and check the graph at `path` (default: the shipped Azur Lane graph), reporting every problem.
+    """Load and check the graph at `path` (default: the shipped default graph, pages.DEFAULT_GAME), reporting every problem.
 
     Args:
         path: a graph folder or a single graph file.
@@ -118,7 +118,7 @@ def check_graph(
             its policies join the shipped ones), or the names themselves; None means the shipped policies.
         companions: also check the files beside the graph registered with ``register_companion`` (tasks*.yaml).
     """
-    origin = Path(path) if path is not None else paths.builtin_graph_dir("azurlane")
+    origin = Path(path) if path is not None else paths.builtin_graph_dir()
     collected = read_files(origin)
     names, policy_problems = _policy_names(policies)
     checker = Checker(collected, origin, policy_names=names)
@@ -161,7 +161,7 @@ def _policy_names(policies: str | Path | Iterable[str] | None) -> tuple[set[str]
 def load_graph(
     path: str | Path | None = None, *, server: str | None = None, policies: str | Path | Iterable[str] | None = None
 ) -> Graph:
-    """The checked graph at `path` (default: the shipped Azur Lane graph), collapsed to `server` when given.
+    """The checked graph at `path` (default: the shipped default graph, pages.DEFAULT_GAME), collapsed to `server` when given.
 
     Warnings are logged; errors raise. `policies` is what hops may name (see ``check_graph``); companion files
     (tasks) are not checked here: their own loaders check them when they are loaded.
@@ -178,7 +178,7 @@ def load_graph(
         logger.info(
             "%d warning(s) in the graph at %s; `python -m engine validate` lists them",
             len(report.warnings),
-            path if path is not None else paths.builtin_graph_dir("azurlane"),
+            path if path is not None else paths.builtin_graph_dir(),
         )
     if report.graph is None:
         raise GraphError(list(report.errors))

@@ -147,7 +147,7 @@ class Navigator:
         return self.conclude(ctx, work)
 
     def goto(self, page: str, ctx: RunContext) -> Outcome:
-        """Navigate to `page` and prove it by observation (ALAS's `page_` prefix may be left out)."""
+        """Navigate to `page` and prove it by observation (a `page_` prefix may be left out)."""
         page = canonical_page(self.graph, page)
 
         def work() -> Outcome:

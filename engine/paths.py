@@ -10,8 +10,12 @@ def _package_dir(package: str) -> Path:
     return Path(str(resources.files(package)))
 
 
-def builtin_graph_dir(game: str = "azurlane") -> Path:
-    """The folder of the shipped graph for `game` (pages/<game>)."""
+def builtin_graph_dir(game: str | None = None) -> Path:
+    """The folder of the shipped graph for `game` (pages/<game>); by default the one the pages package names."""
+    if game is None:
+        import pages
+
+        game = pages.DEFAULT_GAME
     return _package_dir("pages") / game
 
 

@@ -179,7 +179,7 @@ def plan_route(graph: Graph, src: str, dst: str) -> Route:
     return Route(src, dst, tuple(reversed(hops_back)))
 
 def canonical_page(graph: Graph, name: str) -> str:
-    """`name` as the graph spells it: ALAS's `page_` prefix may be left out (`commission` = `page_commission`)."""
+    """`name` as the graph spells it: a `page_` prefix may be left out (`shop` = `page_shop`)."""
     if name not in graph.page_names and f"page_{name}" in graph.page_names:
         return f"page_{name}"
     return name

@@ -8,8 +8,7 @@ Per-server values: wherever a value may differ between game servers (areas, colo
 written either plainly (``area: [10, 10, 50, 30]``) or as a mapping from server to value
 (``area: {en: [10, 10, 50, 30], cn: [12, 10, 52, 30]}``). Collections in this language are always lists, so a
 mapping in a value position always means "per server". ``Graph.for_server("en")`` collapses every such mapping,
-falling back to ``Graph.fallback_server`` (cn for Azur Lane, as ALAS does), and the rest of the engine only sees
-plain values.
+falling back to ``Graph.fallback_server``, and the rest of the engine only sees plain values.
 
 Layered defaults: a value set on a link beats the page's ``defaults``, which beat the graph's ``defaults``, which
 beat ``BUILTIN_DEFAULTS``. ``Graph.settings(page, link)`` answers the effective value.

@@ -86,7 +86,7 @@ def open_session(
 
     Args:
         serial: an ADB serial (a phone, or 127.0.0.1:21503 for MEmu); None starts the embedded simulator.
-        graph_dir: the page graph folder (default: the shipped Azur Lane graph).
+        graph_dir: the page graph folder (default: the shipped default graph).
         server: game server whose per-server values apply (default: the graph's first declared server).
         assets: an asset pack directory (ALAS layout or ours); None uses the simulator's synthetic pack.
         scenario: a simulator fault scenario (path or engine.sim.scenario.Scenario), embedded simulator only.

@@ -281,7 +281,7 @@ def save_trace(path: str | Path, steps: Sequence[Mapping[str, Any] | Any], **met
         path: the .json file (its folder is created; written atomically).
         steps: in order; each a mapping (or a record with ``to_dict()``), typically ``{"action": ...,
             "precondition": ..., "success": ...}``.
-        meta: what the trace is of (``tool="alas_goto", target="page_commission"``...).
+        meta: what the trace is of (``tool="alas_goto", target="page_shop"``...).
 
     Raises:
         ValueError: a step is not a mapping once converted.

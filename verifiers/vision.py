@@ -51,8 +51,8 @@ confidence: 0 to 1, how sure you are of page and popup."""
 
 
 def display_name(game: str) -> str:
-    """A readable name for a graph's ``game`` field: ``azur_lane`` and ``azur-lane`` become ``Azur Lane``,
-    ``azurlane`` becomes ``Azurlane``; a name with capitals or spaces is kept as written."""
+    """A readable name for a graph's ``game`` field: ``tower_defense`` and ``tower-defense`` become
+    ``Tower Defense``, ``tower`` becomes ``Tower``; a name with capitals or spaces is kept as written."""
     words = re.sub(r"[_\-\s]+", " ", game).strip()
     return words.title() if words.islower() else words
 
@@ -124,7 +124,7 @@ class VisionClient:
         self.model = model
         self.timeout_s = float(timeout_s)
         self.min_confidence = min_confidence
-        self.game = game  # the graph's `game` (e.g. azurlane): the prompt names it by its display name
+        self.game = game  # the graph's `game` (e.g. tower): the prompt names it by its display name
         self.jpeg_quality = jpeg_quality
         options = types.HttpOptions(
             base_url=base_url,

@@ -11,7 +11,7 @@ from engine.schema import Graph
 
 
 def _graph_arg(parser: argparse.ArgumentParser, *flags: str) -> None:
-    kwargs = {"default": None, "help": "graph folder or file (default: the shipped Azur Lane graph)"}
+    kwargs = {"default": None, "help": "graph folder or file (default: the shipped default graph)"}
     if flags:
         parser.add_argument(*flags, dest="graph", metavar="GRAPH_DIR", **kwargs)
     else:

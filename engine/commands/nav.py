@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=swipe)
 
     tasks = sub.add_parser("tasks", help="list the tasks `run` can run")
-    tasks.add_argument("--graph", help="page graph folder (default: the shipped Azur Lane graph)")
+    tasks.add_argument("--graph", help="page graph folder (default: the shipped default graph)")
     tasks.add_argument("--server", help="game server (default: the graph's first)")
     tasks.add_argument("--json", action="store_true")
     tasks.set_defaults(handler=_tasks)

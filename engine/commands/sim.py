@@ -91,7 +91,7 @@ def seconds(text: str) -> float:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--graph", help="graph folder (default: the shipped Azur Lane graph)")
+    parser.add_argument("--graph", help="graph folder (default: the shipped default graph)")
     parser.add_argument("--assets", help="asset pack folder (ALAS layout or ours); default: synthetic art")
     parser.add_argument("--server", help="game server whose values to use (default: the graph's first)")
 

@@ -69,7 +69,7 @@ def start_embedded(
     """Build a SimGame and serve it on a free loopback port in this process (daemon threads).
 
     Args:
-        graph: the game to simulate; None loads the shipped Azur Lane graph (engine.loader.load_graph()).
+        graph: the game to simulate; None loads the shipped default graph (engine.loader.load_graph()).
         assets: template pixels to paste; None draws the simulator's synthetic pack.
     """
     if graph is None:
