@@ -21,7 +21,7 @@ from typing import Callable, Generic, TypeVar
 
 import tenacity
 
-from engine.context import stop_at_deadline, wait_until_deadline
+from engine.context import retry_until, stop_rule, wait_until_deadline
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +56,8 @@ class _Box(Generic[T]):
 def wait_until(ready: Callable[[], bool], sleep: Callable[[float], object], *, deadline: float,
                clock: Callable[[], float], stop: threading.Event | None = None) -> bool:
     """Ask `ready` until it says True, pausing with `sleep`, until the deadline or `stop`; its last answer."""
-    rule = stop_at_deadline(deadline, clock)
-    if stop is not None:
-        rule = tenacity.stop_when_event_set(stop) | rule
-    retrying = tenacity.Retrying(
-        stop=rule,
-        wait=wait_until_deadline(tenacity.wait_fixed(POLL_S), deadline, clock),
-        retry=tenacity.retry_if_result(lambda answer: not answer),
-        sleep=sleep,
-        retry_error_callback=lambda state: state.outcome.result(),
-    )
-    return retrying(ready)
+    wait = wait_until_deadline(tenacity.wait_fixed(POLL_S), deadline, clock)
+    return retry_until(ready, bool, stop=stop_rule(deadline, clock, stop), wait=wait, sleep=sleep)
 
 
 class Bounded:

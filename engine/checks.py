@@ -77,12 +77,6 @@ def closest_misses(misses: Sequence[tuple[Target, list[Evidence]]], count: int =
     "Closest" is most signatures passed before the first miss, then the highest score of that miss: what a graph
     author needs to see why a frame of the page was not recognised (a colour 30 off, OCR reading "FLO0R 4").
     """
-    ranked = []
-    for target, found in misses:
-        failed = [e for e in found if not e.hit]
-        if not failed:
-            continue
-        best = max(failed, key=lambda e: e.score)
-        ranked.append((len(found) - len(failed), best.score, target.name, best))
-    ranked.sort(key=lambda r: (-r[0], -r[1]))
-    return [replace(e, signature=f"{name}/{e.signature}") for _, _, name, e in ranked[:count]]
+    # Target.match stops at its first miss, so a miss's evidence ends with the one signature that missed.
+    ranked = sorted((m for m in misses if m[1]), key=lambda m: (-len(m[1]), -m[1][-1].score))
+    return [replace(found[-1], signature=f"{target.name}/{found[-1].signature}") for target, found in ranked[:count]]

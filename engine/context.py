@@ -60,6 +60,27 @@ class wait_until_deadline(wait_base):  # noqa: N801
         return max(0.0, min(self.inner(retry_state), self.deadline - self.clock()))
 
 
+def stop_rule(deadline: float, clock: Callable[[], float], event: threading.Event | None = None) -> stop_base:
+    """Stop past `deadline` on `clock`, or once `event` is set: ``stop_when_event_set(event) | stop_at_deadline``."""
+    rule: stop_base = stop_at_deadline(deadline, clock)
+    return rule if event is None else tenacity.stop_when_event_set(event) | rule
+
+
+def retry_until(attempt: Callable[[], T], until: Callable[[T], bool], *, stop: stop_base, wait: wait_base,
+                sleep: Callable[[float], object]) -> T:
+    """Call `attempt` until `until(result)` holds or `stop` says so; the last result either way (errors from
+    `attempt` propagate). Every repeated look or wait of the engine is this, with its own stop, wait and sleep."""
+    retrying = tenacity.Retrying(
+        stop=stop,
+        wait=wait,
+        retry=tenacity.retry_if_result(lambda result: not until(result)),
+        sleep=sleep,
+        retry_error_callback=lambda state: state.outcome.result(),
+        reraise=True,
+    )
+    return retrying(attempt)
+
+
 @dataclass
 class RunContext:
     """The bounds and the record of one tool call (a goto, a task, a tap).
@@ -132,10 +153,7 @@ class RunContext:
     def stop(self, within: float | None = None) -> stop_base:
         """The tenacity stop rule of this run: cancelled, or past the deadline (or `within` seconds from now)."""
         deadline = self.deadline if within is None else min(self.deadline, self.clock() + within)
-        rule: stop_base = stop_at_deadline(deadline, self.clock)
-        if self.cancel is not None:
-            rule = tenacity.stop_when_event_set(self.cancel) | rule
-        return rule
+        return stop_rule(deadline, self.clock, self.cancel)
 
     def poll(self, attempt: Callable[[], T], until: Callable[[T], bool], *, first: float, most: float,
              within: float | None = None) -> T:
@@ -145,15 +163,8 @@ class RunContext:
         either way: the caller judges it. Errors from `attempt` (a device fault, a checkpoint) propagate.
         """
         deadline = self.deadline if within is None else min(self.deadline, self.clock() + within)
-        retrying = tenacity.Retrying(
-            stop=self.stop(within),
-            wait=wait_until_deadline(tenacity.wait_exponential(multiplier=first, max=most), deadline, self.clock),
-            retry=tenacity.retry_if_result(lambda result: not until(result)),
-            sleep=self.wait,
-            retry_error_callback=lambda state: state.outcome.result(),
-            reraise=True,
-        )
-        return retrying(attempt)
+        wait = wait_until_deadline(tenacity.wait_exponential(multiplier=first, max=most), deadline, self.clock)
+        return retry_until(attempt, until, stop=self.stop(within), wait=wait, sleep=self.wait)
 
     # ---- record
 

@@ -98,6 +98,8 @@ class DeviceError(EngineError):
     def __init__(self, message: str, *, serial: str | None = None, **context) -> None:
         super().__init__(message, serial=serial, **context)
         self.serial = serial
+        self.health = None
+        """The health probe's record when one was taken after this fault (engine.device.health.Health)."""
 
 
 class TransientDeviceError(DeviceError):

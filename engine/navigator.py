@@ -435,7 +435,7 @@ class Navigator:
 
     def _device_failure(self, ctx: RunContext, exc: DeviceError) -> Outcome:
         """A device fault that retries did not cure: run the health probe and report what it says."""
-        health = getattr(exc, "health", None)
+        health = exc.health
         try:
             health = health or self.device.health()
         except EngineError as err:  # health() should never raise, but an outcome must come back regardless

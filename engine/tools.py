@@ -18,6 +18,7 @@ observation beside the belief the running action holds.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from engine.actuator import Actuator
 from engine.bounded import WAITING, Bounded, Overrun
 from engine.context import RunContext
 from engine.device.frames import frame_problem
@@ -94,6 +96,17 @@ def encode_png(frame: np.ndarray) -> bytes:
     return encoded.tobytes()
 
 
+def _timed(tool: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
+    """A tool method whose `started` (when the request arrived, on the Tools' clock) defaults to now."""
+
+    @functools.wraps(tool)
+    def timed(self: Tools, *args: Any, cancel: threading.Event | None = None, started: float | None = None,
+              **kwargs: Any) -> ToolResult:
+        return tool(self, *args, cancel=cancel, started=self.clock() if started is None else started, **kwargs)
+
+    return timed
+
+
 class Tools:
     """The eight tools over one device and graph (and its observer, navigator and tasks, when the session has them).
 
@@ -124,6 +137,8 @@ class Tools:
         self._health = health or getattr(device, "health", None)
         self.clock, self._sleep = clock, sleep
         self.bounded = Bounded(clock)
+        self.actuator = navigator.actuator if navigator is not None else Actuator(device, graph)
+        """Performs raw taps and swipes (the navigator's actuator, so both act alike)."""
         self.last_run: RunContext | None = None
         """The context of the last call that acted or looked through the navigator (its steps, for callers)."""
 
@@ -168,8 +183,8 @@ class Tools:
         except TypeError as exc:
             return self.result(name, ok=False, status="bad_argument", text=f"{name}: {exc}")
 
-    def adb_health(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+    @_timed
+    def adb_health(self, *, cancel: threading.Event | None = None, started: float) -> ToolResult:
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             if self._health is None:
@@ -185,8 +200,8 @@ class Tools:
 
         return self._bounded("adb_health", work, cancel, started)
 
-    def adb_screenshot(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+    @_timed
+    def adb_screenshot(self, *, cancel: threading.Event | None = None, started: float) -> ToolResult:
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             frame = self.device.screenshot(allow_black=True)  # a black frame is an answer here, not an error
@@ -200,9 +215,9 @@ class Tools:
 
         return self._bounded("adb_screenshot", work, cancel, started)
 
+    @_timed
     def adb_tap(self, x: int, y: int, *, cancel: threading.Event | None = None,
-                started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+                started: float) -> ToolResult:
         target = {"x": x, "y": y}
         problem = self._off_screen("tap", [(x, y)])
         if problem:
@@ -210,9 +225,9 @@ class Tools:
         action = TapAction(type="tap", point=(int(x), int(y)))
         return self._act("adb_tap", target, action, f"tapped ({x}, {y})", cancel, started)
 
+    @_timed
     def adb_swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300, *,
-                  cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+                  cancel: threading.Event | None = None, started: float) -> ToolResult:
         target = {"x1": x1, "y1": y1, "x2": x2, "y2": y2, "duration_ms": duration_ms}
         longest = int((self.bound("adb_swipe") - SWIPE_MARGIN_S) * 1000)
         problem = self._off_screen("swipe", [(x1, y1), (x2, y2)])
@@ -226,8 +241,8 @@ class Tools:
         return self._act("adb_swipe", target, action, f"swiped ({x1}, {y1}) -> ({x2}, {y2}) in "
                          f"{duration_ms} ms", cancel, started)
 
-    def alas_state(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+    @_timed
+    def alas_state(self, *, cancel: threading.Event | None = None, started: float) -> ToolResult:
         if self.navigator is None:
             return self._unavailable("alas_state", started, None)
 
@@ -249,9 +264,9 @@ class Tools:
 
         return self._bounded("alas_state", work, cancel, started)
 
+    @_timed
     def alas_goto(self, page: str, *, cancel: threading.Event | None = None,
-                  started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+                  started: float) -> ToolResult:
         names = [p for p in self.graph.page_names if p != self.graph.unknown_page]
         page = canonical_page(self.graph, page)
         if page not in names:
@@ -265,8 +280,8 @@ class Tools:
 
         return self._bounded("alas_goto", work, cancel, started, target=page, exclusive=True)
 
-    def alas_tools(self, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+    @_timed
+    def alas_tools(self, *, cancel: threading.Event | None = None, started: float) -> ToolResult:
         if self.navigator is None:
             return self._unavailable("alas_tools", started, None)
 
@@ -279,8 +294,8 @@ class Tools:
 
         return self._bounded("alas_tools", work, cancel, started)
 
-    def alas_run(self, name: str, *, cancel: threading.Event | None = None, started: float | None = None) -> ToolResult:
-        started = self.clock() if started is None else started
+    @_timed
+    def alas_run(self, name: str, *, cancel: threading.Event | None = None, started: float) -> ToolResult:
         if self.navigator is None:
             return self._unavailable("alas_run", started, name)
         names = self.tasks.names() if self.tasks is not None else []
@@ -341,7 +356,7 @@ class Tools:
 
     # ------------------------------------------------------------------------------------------- helpers
 
-    def _context(self, tool: str, target: str, stop: threading.Event, deadline: float) -> RunContext:
+    def _context(self, tool: str, target: Any, stop: threading.Event, deadline: float) -> RunContext:
         ctx = RunContext(tool, target, bound=max(0.0, deadline - self.clock()), cancel=stop, clock=self.clock,
                          sleep=self._sleep, transcript=self.transcript, on_event=self.on_event,
                          bundle_dir=self.bundle_dir)
@@ -379,27 +394,17 @@ class Tools:
         """A device action under the lock, through the actuator, then an observation of its effect."""
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
-            ctx = RunContext(name, target, bound=max(0.0, deadline - self.clock()), cancel=stop, clock=self.clock,
-                             sleep=self._sleep, transcript=self.transcript)
+            ctx = self._context(name, target, stop, deadline)
             ctx.record("action")
-            self._actuator().perform(ctx, action)
+            self.actuator.perform(ctx, action)
             ctx.checkpoint()
             obs = self._observe_after_action()
             text = done_text + ("" if obs is None else f"; now {describe(obs)}")
-            result = self.result(name, started, ok=True, status="ok", text=text, target=target, observation=obs,
-                                 attempts=ctx.attempts, tool_success=True, state_verification="observed")
-            ctx.record("result", ok=True, status="ok", text=text)
-            return result
+            return ctx.finish(self.result(name, started, ok=True, status="ok", text=text, target=target,
+                                          observation=obs, attempts=ctx.attempts, tool_success=True,
+                                          state_verification="observed"))
 
         return self._bounded(name, work, cancel, started, target=target, exclusive=True)
-
-    def _actuator(self):
-        """The actuator actions go through (the navigator's, or one over the bare device)."""
-        if self.navigator is not None:
-            return self.navigator.actuator
-        from engine.actuator import Actuator
-
-        return Actuator(self.device, self.graph)
 
     def _observe_after_action(self) -> Observation | None:
         if self.observer is None:
