@@ -8,16 +8,14 @@ timeout, and by the run's deadline.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import NavigationError
 from engine.results import Observation, Outcome
-from engine.schema import KeyAction, TapAction
+from engine.schema import KeyAction, SwipeAction, TapAction
 from engine.tasks import (
-    Condition, DismissPopupsStep, GotoStep, KeyStep, ReadStep, RepeatStep, Task, TaskBook, TapStep, WaitForStep,
-    describe_condition,
+    Condition, DismissPopupsStep, GotoStep, KeyStep, ReadStep, RepeatStep, SwipeStep, Task, TaskBook, TapStep,
+    WaitForStep, describe_condition,
 )
 
 if TYPE_CHECKING:
@@ -95,8 +93,11 @@ class _Execution:
         if isinstance(step, GotoStep):
             self.obs = self.nav.navigate(self.ctx, step.page)
         elif isinstance(step, TapStep):
-            self.ctx.record("task_step", step="tap", button=step.button)
-            self._act(TapAction(type="tap", button=step.button), expected=self.obs.page if self.obs else None)
+            self._tap(step)
+        elif isinstance(step, SwipeStep):
+            self.ctx.record("task_step", step="swipe", start=list(step.start), end=list(step.end))
+            self._act(SwipeAction(type="swipe", start=step.start, end=step.end, duration_ms=step.duration_ms),
+                      expected=None)
         elif isinstance(step, KeyStep):
             self._act(KeyAction(type="key", key=step.key), expected=None)
         elif isinstance(step, WaitForStep):
@@ -108,6 +109,15 @@ class _Execution:
         elif isinstance(step, RepeatStep):
             self._repeat(step)
         self._relocalise()
+
+    def _tap(self, step: TapStep) -> None:
+        if step.point is not None:
+            self.ctx.record("task_step", step="tap", point=list(step.point))
+            action = TapAction(type="tap", point=step.point)
+        else:
+            self.ctx.record("task_step", step="tap", button=step.button)
+            action = TapAction(type="tap", button=step.button)
+        self._act(action, expected=self.obs.page if self.obs else None)
 
     def _act(self, action: Any, expected: str | None) -> None:
         self.actuator.perform(self.ctx, action, self.obs)
@@ -141,16 +151,13 @@ class _Execution:
             raise NavigationError(f"{describe_condition(step.until)} did not hold after {step.max} rounds")
 
     def _read(self, step: ReadStep) -> None:
-        from verifiers.ocr import read_text
+        from verifiers.ocr import read_value
 
         nav = self.nav
         spec = next((f for p in nav.graph.pages for f in p.fields if f.name == step.field), None)
         if spec is None or nav.last_frame is None:
             raise NavigationError(f"cannot read {step.field}: no such field or no frame")
-        text, confidence = read_text(nav.last_frame, spec.area)
-        text = unicodedata.normalize("NFKC", text or "")  # full-width digits read from CJK fonts are digits
-        match = re.search(spec.pattern, text, re.IGNORECASE)
-        value = (match.group(1) if match.groups() else match.group(0)) if match else None
+        text, value, confidence = read_value(nav.last_frame, spec.area, spec.pattern)  # NFKC: full-width digits
         self.values[step.into or step.field] = value
         self.ctx.record("read", field=step.field, page=self.obs.page if self.obs else None, text=text, value=value,
                         confidence=round(float(confidence or 0), 3))

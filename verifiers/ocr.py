@@ -90,6 +90,18 @@ def read_text(frame: np.ndarray, area, *, fallback_detection: bool = True) -> tu
     return text, score
 
 
+def read_value(frame: np.ndarray, area, pattern: str) -> tuple[str, str | None, float]:
+    """Read `area` and extract a value with `pattern` (its first group, else the whole match; case ignored).
+
+    Returns (the text read, NFKC-normalised so full-width digits are digits; the value or None; confidence).
+    """
+    text, confidence = read_text(frame, area)
+    text = unicodedata.normalize("NFKC", text or "")
+    match = re.search(pattern, text, re.IGNORECASE)
+    value = (match.group(1) if match.groups() else match.group(0)) if match else None
+    return text, value, float(confidence or 0.0)
+
+
 @dataclass(frozen=True)
 class TextBox:
     text: str

@@ -129,6 +129,8 @@ class GeminiProvider:
         parts = []
         if message.text is not None and message.role != "tool":
             parts.append(types.Part(text=message.text))
+        if message.image:
+            parts.append(types.Part.from_bytes(data=message.image, mime_type="image/png"))
         parts += [types.Part(function_call=types.FunctionCall(name=c.name, args=c.arguments, id=c.id),
                              thought_signature=base64.b64decode(c.signature) if c.signature else None)
                   for c in message.calls]

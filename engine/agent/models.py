@@ -13,7 +13,9 @@ Providers:
        "usage": {"input_tokens": 10, "output_tokens": 3}}
       {"error": {"reason": "rate_limited", "message": "busy"}}
 
-  ``record_turn(path, turn)`` appends a turn (or a ModelError) in that format, so a recorded episode replays.
+  ``record_turn(path, turn)`` appends a turn (or a ModelError) in that format. An agent transcript
+  (transcript.jsonl of an episode) is read as well: its ``agent_response`` lines are the turns, so an episode
+  replays from its own ledger.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -81,6 +83,8 @@ class Message:
     text: str | None = None
     calls: tuple[Call, ...] = ()
     results: tuple[CallResult, ...] = ()
+    image: bytes | None = None
+    """A PNG the model should see with the text (the screen the engine could not recognise)."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,8 @@ class ReplayProvider:
             raise ModelError(f"cannot read the replay file {self.path}: {exc.strerror}", reason="not_configured",
                              file=str(self.path)) from None
         self._lines = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+        if self._lines and _is_ledger_line(self._lines[0][1]):
+            self._lines = list(_ledger_turns(self._lines))
         self._next = 0
         self._lock = threading.Lock()
 
@@ -230,6 +236,29 @@ class ReplayProvider:
             log.info("replay %s:%d: %s (%s)", self.path, lineno, turn.message, turn.reason)
             raise turn
         return turn
+
+
+def _is_ledger_line(text: str) -> bool:
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(entry, dict) and "kind" in entry and "seq" in entry
+
+
+def _ledger_turns(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """The model turns an agent transcript recorded (its ``agent_response`` lines), in the replay format."""
+    for lineno, text in lines:
+        try:
+            entry = json.loads(text)
+        except json.JSONDecodeError:
+            continue  # a torn line of a killed run
+        if not isinstance(entry, dict) or entry.get("kind") != "agent_response":
+            continue
+        if isinstance(entry.get("error"), dict):
+            yield lineno, json.dumps({"error": entry["error"]})
+        elif isinstance(entry.get("response"), dict):
+            yield lineno, json.dumps(entry["response"])
 
 
 def record_turn(path: str | Path, turn: ModelTurn | ModelError) -> None:

@@ -71,6 +71,17 @@ class RepeatGuard:
     def clear(self) -> None:
         self._entries.clear()
 
+    def entries(self) -> list[list[str]]:
+        """The window as ``[action hash, status]`` pairs, oldest first (for a checkpoint)."""
+        return [[key, status] for key, status in self._entries]
+
+    def restore(self, entries: list[list[str]]) -> None:
+        """Refill the window from :meth:`entries` (a resumed episode keeps counting repeats)."""
+        self._entries.clear()
+        for item in entries[-self.limits.window:]:
+            if isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(v, str) for v in item):
+                self._entries.append((item[0], item[1]))
+
     def _status(self, action: str, status: str | None) -> str:
         """`status`, or for None and REFUSED the status of the newest entry of `action` (``"?"`` when none)."""
         if status is not None and status != REFUSED:

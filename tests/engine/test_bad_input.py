@@ -69,7 +69,8 @@ def limit_address_space() -> None:
 
 
 def child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGINE_") and k != "GEMINI_API_KEY"}
+    env = {k: v for k, v in os.environ.items()
+           if (not k.startswith("ENGINE_") or k == "ENGINE_HOME") and k != "GEMINI_API_KEY"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.setdefault("ADBUTILS_ADB_PATH", "/bin/false")
     return env
