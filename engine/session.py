@@ -1,5 +1,9 @@
 """A session: one device and one server-resolved graph, with its observer, navigator, tasks, transcript and tools.
 
+Its task book is the graph's shipped tasks (tasks*.yaml beside the graph) plus the skills the agent learned for
+the game (engine.agent.skills), which may not shadow a shipped task; ``reload_tasks`` brings a skill saved while
+the session runs into its book.
+
 ``open_session()`` is where the game server is chosen, once: ``--server``, or the graph's first declared
 server. Everything below (observer, simulator, renderer, navigator) takes the resolved graph. With no serial it
 starts the embedded simulator behind a fake ADB server and connects to it through adbutils, exactly as it would
@@ -48,6 +52,10 @@ class Session:
     sim: Any = None
     """The embedded simulator (engine.sim.EmbeddedSim) when no serial was given; tests read its truth."""
     tools: Tools | None = None
+    skills_path: Path | None = None
+    """The game's skills file: merged into the task book when it exists, and where the agent saves new skills."""
+    shipped_tasks: frozenset[str] = frozenset()
+    """Names of the graph's own tasks, which a skill may not take."""
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -81,6 +89,7 @@ def open_session(
     adb_port: int | None = None,
     clock: Callable[[], float] | None = None,
     sleep: Callable[[float], None] | None = None,
+    skills: str | Path | None = None,
 ) -> Session:
     """Open everything a navigation needs.
 
@@ -94,14 +103,18 @@ def open_session(
         transcript_dir: where the JSONL ledger, traces and error bundles go (None: no transcript).
         adb_host, adb_port: the ADB server of a real device (default: the environment's, else 127.0.0.1:5037).
         clock, sleep: injectable for tests (the simulator and every run keep time with them).
+        skills: the skills file to merge into the task book (default: the game's file under the agent's home,
+            engine.agent.skills.skills_file, when it exists).
 
     Raises:
-        ConfigError: the graph, policies, tasks, server, scenario or asset pack is wrong.
+        ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named
+            like a shipped task included).
     """
     policies = load_policies(policies_file)
     graph = load_graph(graph_dir, policies=policies.names).resolve(server)  # hops may name the user's policies
     pack = _asset_pack(assets, graph.server, graph.fallback_server)
     session = Session(device=None, graph=graph, policies=policies)  # type: ignore[arg-type] - set just below
+    session.skills_path = Path(skills) if skills is not None else _default_skills(graph)
     try:
         _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port)
         if transcript_dir is not None:
@@ -166,7 +179,45 @@ def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any)
     session.navigator = Navigator(session.device, session.graph, session.observer,
                                   **({"clock": clock} if clock is not None else {}))
     book = load_task_book(graph_dir, session.graph)
+    session.shipped_tasks = frozenset(book.names() if book is not None else ())
     session.tasks = TaskRunner(session.navigator, book) if book is not None else None
+    reload_tasks(session)
+
+
+def reload_tasks(session: Session) -> list[str]:
+    """Merge the session's skills file into its task book (a skill saved again replaces its older self); the
+    names of the skills merged. A session with skills but no shipped tasks gets a book; one that cannot navigate
+    gets nothing.
+
+    Raises:
+        GraphError: the skills file is broken or names what the graph lacks (file:line:col).
+        ConfigError: a skill has the name of a shipped task.
+    """
+    from engine.agent.skills import SkillStore
+    from engine.errors import ConfigError
+    from engine.taskrunner import TaskRunner
+    from engine.tasks import TaskBook
+
+    if session.skills_path is None or session.navigator is None:
+        return []
+    skills = SkillStore(session.skills_path).load(session.graph)
+    clash = sorted({t.name for t in skills} & session.shipped_tasks)
+    if clash:
+        raise ConfigError(f"skill(s) {', '.join(clash)} have the name of a shipped task; rename them",
+                          file=str(session.skills_path))
+    if skills and session.tasks is None:
+        session.tasks = TaskRunner(session.navigator, TaskBook([]))
+        if session.tools is not None:
+            session.tools.tasks = session.tasks
+    for task in skills:
+        session.tasks.book.add(task)
+    return [t.name for t in skills]
+
+
+def _default_skills(graph: Graph) -> Path:
+    from engine.agent.skills import agent_home, skills_file
+
+    return skills_file(agent_home(), graph)
 
 
 def _asset_pack(assets: str | Path | None, server: str, fallback: str | None = None) -> Any:

@@ -11,10 +11,14 @@ A task has preconditions (where it may start), ordered steps, and success criter
           - {type: dismiss_popups}
         success: [{page: page_mail}, {no_popup: true}]
 
-Steps: goto, tap (a named button), key, wait_for (a page or popup, bounded), dismiss_popups, read (a page's text
-field with OCR into the result), repeat (steps until a condition holds, at most `max` times). Any step may carry
-`when:` and is skipped unless the condition holds on the current screen. Everything a task file names is checked
-against the graph at load time, with file:line:col.
+Steps: goto, tap (a named button, or a raw `point: [x, y]`), swipe (`start`, `end`, `duration_ms`), key,
+wait_for (a page or popup, bounded), dismiss_popups, read (a page's text field with OCR into the result), repeat
+(steps until a condition holds, at most `max` times). Any step may carry `when:` and is skipped unless the
+condition holds on the current screen. Everything a task file names is checked against the graph at load time,
+with file:line:col, and raw points must lie inside the graph's resolution.
+
+A task with an `origin` is a *skill*: learned by the agent from a verified goal (engine.agent.skills), kept in a
+per-game skills file and listed beside the shipped tasks.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, ValidationError, model_validator
 
 from engine.errors import GraphError
-from engine.schema import Model, Name
+from engine.schema import Model, Name, Point
 from engine.yamlmessages import problems_from_validation_error
 from engine.yamlsrc import Problem, read_yaml
 
@@ -55,8 +59,26 @@ class GotoStep(_Step):
 
 
 class TapStep(_Step):
+    """Tap a named button's click area, or a raw point in reference-resolution pixels."""
+
     type: Literal["tap"]
-    button: Name
+    button: Name | None = None
+    point: Point | None = Field(None, description="[x, y] in reference-resolution pixels, instead of a button.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> TapStep:
+        if (self.button is None) == (self.point is None):
+            raise ValueError("a tap needs exactly one of `button` or `point`")
+        return self
+
+
+class SwipeStep(_Step):
+    """Swipe between two raw points in reference-resolution pixels."""
+
+    type: Literal["swipe"]
+    start: Point
+    end: Point
+    duration_ms: int = Field(300, gt=0, le=10_000)
 
 
 class KeyStep(_Step):
@@ -89,7 +111,7 @@ class RepeatStep(_Step):
 
 
 Step = Annotated[
-    Union[GotoStep, TapStep, KeyStep, WaitForStep, DismissPopupsStep, ReadStep, RepeatStep],
+    Union[GotoStep, TapStep, SwipeStep, KeyStep, WaitForStep, DismissPopupsStep, ReadStep, RepeatStep],
     Field(discriminator="type"),
 ]
 
@@ -102,6 +124,9 @@ class Task(Model):
     )
     steps: list[Step] = Field(min_length=1)
     success: list[Condition] = Field(min_length=1)
+    origin: str | None = Field(
+        None, description="Where a learned skill came from (\"learned from goal X, episode Y\"); absent for a "
+                          "hand-written task. A task with an origin is listed as a skill.")
 
 
 class TaskFile(Model):
@@ -123,8 +148,13 @@ class TaskBook:
     def get(self, name: str) -> Task:
         return self._tasks[name]
 
+    def add(self, task: Task) -> None:
+        """Add `task`, replacing a task of the same name (a skill saved again after a better episode)."""
+        self._tasks[task.name] = task
+
     def describe(self) -> list[dict[str, str]]:
-        return [{"name": t.name, "description": t.description} for t in self._tasks.values()]
+        return [{"name": t.name, "description": t.description, "kind": "skill" if t.origin else "task"}
+                for t in self._tasks.values()]
 
 
 def tasks_json_schema() -> dict[str, Any]:
@@ -190,7 +220,12 @@ def _references(task: Task, graph: Any) -> list[tuple[tuple, str]]:
     pages, popups = set(graph.page_names), {p.name for p in graph.popups}
     buttons = {b.name for b in graph.buttons}
     fields = {f.name for p in graph.pages for f in p.fields}
+    width, height = graph.resolution
     found: list[tuple[tuple, str]] = []
+
+    def point(xy: tuple[int, int], loc: tuple) -> None:
+        if not (0 <= xy[0] < width and 0 <= xy[1] < height):
+            found.append((loc, f"point {list(xy)} is outside the screen ({width}x{height})"))
 
     def condition(c: Condition | None, loc: tuple) -> None:
         if c is None:
@@ -206,8 +241,13 @@ def _references(task: Task, graph: Any) -> list[tuple[tuple, str]]:
             condition(step.when, (*here, "when"))
             if isinstance(step, GotoStep) and step.page not in pages:
                 found.append(((*here, "page"), f"unknown page {step.page!r}"))
-            if isinstance(step, TapStep) and step.button not in buttons:
+            if isinstance(step, TapStep) and step.button is not None and step.button not in buttons:
                 found.append(((*here, "button"), f"unknown button {step.button!r}"))
+            if isinstance(step, TapStep) and step.point is not None:
+                point(step.point, (*here, "point"))
+            if isinstance(step, SwipeStep):
+                point(step.start, (*here, "start"))
+                point(step.end, (*here, "end"))
             if isinstance(step, ReadStep) and step.field not in fields:
                 found.append(((*here, "field"), f"unknown text field {step.field!r}"))
             if isinstance(step, (WaitForStep, RepeatStep)):

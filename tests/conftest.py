@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,12 @@ SHARED = ROOT.parent / "shared"
 
 # adbutils spawns a real `adb start-server` on 5037 when it cannot connect; tests never want that.
 os.environ.setdefault("ADBUTILS_ADB_PATH", "/bin/false")
+
+# The agent's home (learned skills, engine.agent.skills) is a fresh folder per test run, set before anything
+# imports the engine, so no test, in process or in a subprocess, reads or writes the real one.
+ENGINE_HOME = tempfile.mkdtemp(prefix="engine-home-")
+os.environ["ENGINE_HOME"] = ENGINE_HOME
+atexit.register(shutil.rmtree, ENGINE_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
