@@ -142,6 +142,10 @@ class Tools:
         self.last_run: RunContext | None = None
         """The context of the last call that acted or looked through the navigator (its steps, for callers)."""
 
+    def sleep(self, seconds: float) -> None:
+        """Pause on this Tools' time (the injected sleep: virtual in soaks and tests)."""
+        self._sleep(seconds)
+
     @property
     def device_lock(self) -> threading.Lock:
         """Held by the call that acts on the device now."""

@@ -18,9 +18,8 @@ the loop looks at the screen itself and checks every criterion (engine.agent.goa
 does not hold is told so and the episode goes on; when the budget ends right after one, the stop reason is
 ``false_claim``. It is never a success.
 
-Stop reasons: goal_met, blocked, false_claim, budget_turns, budget_tools, budget_time, budget_tokens, repeat,
-model_error, cancelled. Every stop writes a checkpoint (engine.agent.checkpoint), appends a summary to the
-episodic memory, and, when the goal was verified, saves the calls that reached it as a skill.
+Every stop (STOP_REASONS) writes a checkpoint (engine.agent.checkpoint), appends a summary to the episodic
+memory, and, when the goal was verified, saves the calls that reached it as a skill (engine.agent.skills).
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from engine.agent.parse import Action, parse_turn
 from engine.agent.repeat import RepeatGuard
 from engine.agent.verify import Harness, Look
 from engine.errors import EngineError, ModelError
+from engine.policies import RepeatLimits
 from engine.results import ToolResult, make_result
 
 log = logging.getLogger(__name__)
@@ -118,15 +118,13 @@ class _Episode:
     def __init__(self, agent: Agent, goal: Goal, state: EpisodeState, folder: str | Path | None) -> None:
         self.agent, self.goal, self.state, self.folder = agent, goal, state, folder
         self.tools, self.graph, self.harness = agent.tools, agent.tools.graph, agent.harness
-        self.clock = time.monotonic
+        self.clock = agent.tools.clock  # the tools' time: virtual in soaks, monotonic otherwise
         self.started = self.clock()
         self.budget = goal.budget
         if agent.config.max_turns is not None:
             self.budget = self.budget.model_copy(update={"turns": agent.config.max_turns})
         self.memory = WorkingMemory(capacity=max(12, agent.config.memory_percepts))
         self.memory.extend(Percept(**p) for p in state.percepts)
-        from engine.policies import RepeatLimits
-
         self.repeats = RepeatGuard(agent.repeat_limits or RepeatLimits())
         self.repeats.restore(state.repeats)
         self.tasks = list(self.tools.tasks.names()) if self.tools.tasks is not None else []
@@ -135,8 +133,8 @@ class _Episode:
         self.system = prompts.system_prompt(self.graph.game)
         self.look: Look | None = None
         self.claimed: list[Criterion] = []
-        self.screen: bytes | None = None
-        """A screen the engine could not name, handed to the model with the next prompt (then dropped)."""
+        self.now = "not looked yet"  # the newest screen seen (a look or a tool's observation): always in the prompt
+        self.screen: bytes | None = None  # a screen nothing named, handed to the model with the next prompt
 
     # ------------------------------------------------------------------------------------------------ flow
 
@@ -217,7 +215,7 @@ class _Episode:
     def _ask(self) -> tuple[ModelTurn | None, float]:
         """One model call: the turn (None when it failed but the episode goes on) and the seconds it took."""
         spend = self.state.spend
-        user = prompts.user_prompt(self._goal_text(), self.memory.render(self.agent.config.memory_percepts),
+        user = prompts.user_prompt(self._goal_text(), self.now, self.memory.render(self.agent.config.memory_percepts),
                                    self._episodes(), self._budget_left(), self.tasks)
         self._record("agent_request", turn=spend.turns, system=self.system, prompt=user,
                      tools=list(self.decls), chars=len(self.system) + len(user),
@@ -298,6 +296,8 @@ class _Episode:
         self._emit("call", {"turn": spend.turns, "tool": name, "arguments": arguments, "status": result.status})
         self._percept(percept_from_result(result, spend.turns, arguments=arguments))
         seen = result.data.get("observation")
+        if isinstance(seen, dict):
+            self.now = prompts.screen_words(seen.get("page"), seen.get("popups") or ())
         if result.status == "unknown_screen" or (isinstance(seen, dict) and seen.get("page") is None
                                                  and not seen.get("popups") and not seen.get("loading")):
             self.screen = self.harness.snapshot(cancel=self.agent.cancel)  # the navigator hands it over
@@ -318,6 +318,8 @@ class _Episode:
         self.state.spend.looks += 1
         look = self.harness.look(criteria, self.goal.blockers, self.state.tasks, cancel=self.agent.cancel)
         self.look = look
+        if look.observation is not None:
+            self.now = prompts.screen_words(look.page, look.popups)
         self._record("agent_verify", turn=self.state.spend.turns, final=final, page=look.page,
                      popups=look.popups, held=[{"criterion": describe_criterion(r.criterion), "held": r.held,
                                                 "detail": r.detail} for r in look.results],
@@ -420,7 +422,7 @@ class _Episode:
 
     def _budget_left(self) -> str:
         spend, budget = self.state.spend, self.budget
-        return (f"{budget.turns - spend.turns} turns, {budget.tool_calls - spend.tool_calls} tool calls, "
+        return (f"this is turn {spend.turns} of {budget.turns}; {budget.tool_calls - spend.tool_calls} tool calls, "
                 f"{self._seconds_left():.0f} s, {budget.tokens - spend.tokens} tokens")
 
     def _seconds_left(self) -> float:

@@ -103,9 +103,10 @@ def goal_lines(goal: Goal, status: Sequence[tuple[str, bool, str]], subgoals: Se
     return "\n".join(lines)
 
 
-def user_prompt(goal_text: str, percepts: str, episodes: str, budget_left: str, tasks: Sequence[str]) -> str:
-    """One turn's user message."""
-    parts = [goal_text, "", f"BUDGET LEFT: {budget_left}"]
+def user_prompt(goal_text: str, screen: str, percepts: str, episodes: str, budget_left: str,
+                tasks: Sequence[str]) -> str:
+    """One turn's user message (`screen`: the newest screen seen, which no pile of warnings can push out)."""
+    parts = [goal_text, "", f"SCREEN NOW: {screen}", f"BUDGET: {budget_left}"]
     if tasks:
         parts += ["", "TASKS alas_run knows: " + ", ".join(tasks)]
     parts += ["", "OBSERVED (most urgent first):", percepts or "(nothing yet)"]
@@ -113,3 +114,8 @@ def user_prompt(goal_text: str, percepts: str, episodes: str, budget_left: str, 
         parts += ["", "EARLIER EPISODES of this game:", episodes]
     parts += ["", "Answer with exactly one function call."]
     return "\n".join(parts)
+
+
+def screen_words(page: str | None, popups: Sequence[str]) -> str:
+    """A screen in the prompt's words: ``page=page_main popups=GET_ITEMS_1``."""
+    return f"page={page or 'unknown'}" + (f" popups={','.join(popups)}" if popups else "")

@@ -104,8 +104,9 @@ class Harness:
                 frame = tools.device.screenshot(allow_black=True)
                 obs = tools.observer.observe(frame)
                 settled = not obs.loading and not obs.black_frame
-                if settled or tools.clock() + SETTLE_S >= deadline or stop.wait(SETTLE_S):
+                if settled or tools.clock() + SETTLE_S >= deadline or stop.is_set():
                     break
+                tools.sleep(SETTLE_S)  # the tools' own time, so a virtual clock moves too
         except (EngineError, OSError) as exc:
             return f"the look failed: {exc}"
         if tools.navigator is not None and obs.page is not None:
