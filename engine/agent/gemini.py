@@ -211,7 +211,7 @@ class GeminiProvider:
                 raise ModelError(f"the model refused to answer ({finish})", reason="refused", model=self.model)
             raise ModelError(f"the model's answer is empty (finish reason {finish or 'none'})", reason="malformed",
                              model=self.model)
-        texts = [p.text for p in parts if p.text and not p.thought]
+        texts = [self._redact(p.text) for p in parts if p.text and not p.thought]  # a key echoed back
         calls = tuple(self._call(p.function_call, p.thought_signature) for p in parts if p.function_call is not None)
         return ModelTurn(text="".join(texts) if texts else None, calls=calls,
                          usage=self._usage(response.usage_metadata), raw=raw)
@@ -219,7 +219,7 @@ class GeminiProvider:
     def _call(self, fc: Any, signature: bytes | None) -> Call:
         if not fc.name:
             raise ModelError("the model called a function without a name", reason="malformed", model=self.model)
-        args = fc.args if fc.args is not None else {}
+        args = self._redact(dict(fc.args)) if fc.args is not None else {}
         try:
             json.dumps(args)
         except (TypeError, ValueError):

@@ -166,15 +166,16 @@ class _Episode:
         page = next((c.page for c in self.goal.success if c.page), None)
         if page is not None:
             plan.append(("alas_goto", {"page": page}))
+        ended_on: str | None = None
         for name, arguments in plan:
-            if name == "alas_goto" and self.look and self.look.observation and \
-                    self.look.observation.page == page and self.state.calls:
-                continue  # a task already ended there
+            if name == "alas_goto" and ended_on == page:
+                continue  # the task before it ended there, verified
             self._check_budget(model=False)
             self.state.spend.deterministic_calls += 1
             result = self._execute(name, arguments)
             if not result.ok:
                 break
+            ended_on = (result.data.get("observation") or {}).get("page")
         self.state.deterministic_done = True
         if plan:
             self._look_and_judge(self.goal.success)
@@ -403,7 +404,8 @@ class _Episode:
                  if c["ok"]]
         lesson = ("reached by " + ", ".join(calls[-6:])) if self.state.verified and calls else stop.text
         try:
-            self.agent.memory.append(EpisodeSummary(self.goal.name, stop.reason, self.state.verified,
+            name = self.goal.description if self.goal.name == "free_text" else self.goal.name
+            self.agent.memory.append(EpisodeSummary(name, stop.reason, self.state.verified,
                                                     self.state.spend.turns, self.state.spend.tool_calls, lesson))
         except OSError as exc:
             log.warning("episodic memory %s not written: %s", self.agent.memory.path, exc)

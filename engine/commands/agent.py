@@ -86,7 +86,8 @@ def _agent(args: argparse.Namespace) -> int:
     provider = _provider(args.model)
     if args.resume is not None:
         state = load_checkpoint(args.resume)
-        goal, folder = Goal.model_validate(state.goal), Path(args.resume)
+        folder = Path(args.resume).parent if Path(args.resume).is_file() else Path(args.resume)
+        goal = Goal.model_validate(state.goal)
     else:
         graph = load_graph(args.graph, policies=load_policies(args.policies).names).resolve(args.server)
         goal = _goal(args, graph, provider is not None)

@@ -1,0 +1,504 @@
+"""The agent loop end to end: the real google-genai client (GeminiProvider) against a scripted local
+generateContent server, the embedded simulator behind real ADB, and the harness judging by the simulator's truth.
+
+One simulator session serves the module; each test starts from a goto to page_main and reads only its own
+episode's transcript lines (filtered by episode id).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.agent.checkpoint import load_checkpoint
+from engine.agent.gemini import GeminiProvider
+from engine.agent.goals import Budget, Goal, free_text_goal
+from engine.agent.loop import Agent, AgentConfig
+from engine.agent.memory import EpisodicMemory
+from engine.agent.models import Call, ModelTurn, ReplayProvider, Usage
+from engine.agent.skills import SkillStore
+from engine.errors import ModelError
+from engine.policies import Policy
+from engine.session import open_session
+
+KEY = "test-key-LOOP-SECRET-0123456789"
+"""Not shaped like a Google key, so only the provider's own redaction can keep it out of the files."""
+TINY_MODEL_POLICY = Policy(name="model", attempts=3, timeout=10, wait={"type": "none"}, retry_on=("ModelError",))
+
+
+# ------------------------------------------------------------------------------------------------ scripted answers
+
+
+def answer(parts: list[dict], usage: tuple[int, int] = (100, 5)) -> dict:
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1]}}
+
+
+def call(name: str, usage: tuple[int, int] = (100, 5), **args) -> dict:
+    return answer([{"functionCall": {"name": name, "args": args}}], usage)
+
+
+def prose(text: str) -> dict:
+    return answer([{"text": text}])
+
+
+def goto(page: str, **kw) -> dict:
+    return call("alas_goto", page=page, **kw)
+
+
+def final(*pages: str, **kw) -> dict:
+    return call("final", criteria=[{"page": p} for p in pages], **kw)
+
+
+def error(code: int, status: str) -> tuple[int, dict]:
+    return code, {"error": {"code": code, "message": f"echo {KEY}", "status": status}}
+
+
+# ------------------------------------------------------------------------------------------------ fixtures/helpers
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    s = open_session(transcript_dir=tmp_path_factory.mktemp("agent-loop"))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def main(session):
+    """The session, on page_main."""
+    assert session.tools.call("alas_goto", {"page": "page_main"}).ok
+    assert truth(session) == "page_main"
+    return session
+
+
+@pytest.fixture
+def gemini(scripted_gemini, no_wait):
+    p = GeminiProvider(KEY, base_url=scripted_gemini.url, policy=TINY_MODEL_POLICY, sleep=no_wait)
+    yield p
+    p.close()
+
+
+def truth(session) -> str:
+    return session.sim.game.truth()["page"]
+
+
+def free(description: str = "Reach the dorm.", **budget) -> Goal:
+    return Goal(name="g", description=description, free_text=True, budget=Budget(**{"turns": 4, **budget}))
+
+
+def entries(session, result) -> list[dict]:
+    """This episode's transcript lines."""
+    return [e for e in session.transcript.entries() if e.get("episode") == result.data["episode"]]
+
+
+def kinds(lines: list[dict], kind: str) -> list[dict]:
+    return [e for e in lines if e["kind"] == kind]
+
+
+def prompts(server) -> list[str]:
+    """The user text of every request the fake server received, in order."""
+    return [body["contents"][0]["parts"][0]["text"] for _, _, body in server.requests]
+
+
+def observed(prompt: str) -> list[str]:
+    """The percept lines of a prompt's OBSERVED block, in the order sent."""
+    block = prompt.split("OBSERVED (most urgent first):\n", 1)[1]
+    return block.split("\n\n", 1)[0].splitlines()
+
+
+def in_order(lines: list[str], *needles: str) -> bool:
+    """Every needle is in some line, each in a later line than the one before."""
+    at = -1
+    for needle in needles:
+        at = next((i for i, line in enumerate(lines) if i > at and needle in line), None)
+        if at is None:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------ 1 happy path
+
+
+def test_free_text_goto_then_final_is_goal_met_verified_by_the_simulator(main, gemini, scripted_gemini):
+    scripted_gemini.script = [goto("page_dorm", usage=(100, 5)), final("page_dorm", usage=(120, 9))]
+    result = Agent(main.tools, gemini).run(free())
+    assert result.status == "goal_met" and result.ok and result.data["verified"] is True
+    assert truth(main) == "page_dorm"
+    assert result.data["model_calls"] == 2 == len(scripted_gemini.requests)
+    assert result.data["tokens"] == 100 + 5 + 120 + 9  # usageMetadata, not the estimate
+    assert result.data["turns"] == 2 and result.data["tool_calls"] == 1 and result.data["false_claims"] == 0
+    lines = entries(main, result)
+    assert in_order([e["kind"] for e in lines], "agent_start", "agent_request", "agent_response", "agent_parse",
+                    "agent_call", "agent_percept", "agent_request", "agent_response", "agent_parse",
+                    "agent_verify", "agent_stop")
+    assert [(c["tool"], c["arguments"], c["ok"]) for c in kinds(lines, "agent_call")] == \
+        [("alas_goto", {"page": "page_dorm"}, True)]
+    last_verify = kinds(lines, "agent_verify")[-1]
+    assert last_verify["final"] and last_verify["page"] == "page_dorm" and all(h["held"] for h in last_verify["held"])
+    assert kinds(lines, "agent_stop")[0]["result"]["status"] == "goal_met"
+    # the goto's result reached the second request; the first saw only the opening look
+    first, second = prompts(scripted_gemini)
+    assert observed(first) == ["[t0 observation] screen: page=page_main"]
+    assert observed(second)[0].startswith("[t1 tool_result] alas_goto verified") and \
+        observed(second)[0].endswith("| page=page_dorm")
+    assert observed(second)[1:] == ["[t0 observation] screen: page=page_main"]
+    assert "No criteria are declared" in first
+    assert "\nSCREEN NOW: page=page_main\n" in first and "\nSCREEN NOW: page=page_dorm\n" in second
+
+
+# ------------------------------------------------------------------------------------------------ 2 service errors
+
+
+def test_429_then_500_are_retried_and_the_episode_goes_on(main, gemini, scripted_gemini, no_wait):
+    scripted_gemini.script = [error(429, "RESOURCE_EXHAUSTED"), error(500, "INTERNAL"), goto("page_dorm"),
+                              final("page_dorm")]
+    result = Agent(main.tools, gemini).run(free())
+    assert result.status == "goal_met" and result.ok and truth(main) == "page_dorm"
+    assert len(scripted_gemini.requests) == 4 and result.data["model_calls"] == 2
+    assert no_wait.waits == [0, 0]  # retried under the (tiny) policy, never really slept
+    assert not any("error" in e for e in kinds(entries(main, result), "agent_response"))
+
+
+def test_persistent_500_stops_with_model_error_and_writes_the_checkpoint(main, gemini, scripted_gemini, tmp_path):
+    scripted_gemini.script = [error(500, "INTERNAL")]
+    result = Agent(main.tools, gemini).run(free(), folder=tmp_path)
+    assert result.status == "model_error" and not result.ok
+    assert result.data["model_error"] == "server_error"
+    assert len(scripted_gemini.requests) == TINY_MODEL_POLICY.attempts
+    assert result.data["checkpoint"] == str(tmp_path / "checkpoint.json")
+    state = load_checkpoint(tmp_path)
+    assert state.stop_reason == "model_error" and state.spend.model_calls == 1 and not state.verified
+    assert kinds(entries(main, result), "agent_response")[0]["error"]["reason"] == "server_error"
+
+
+# ------------------------------------------------------------------------------------------------ 3-5 unusable answers
+
+
+def test_malformed_body_becomes_a_parser_error_percept_and_the_episode_goes_on(main, gemini, scripted_gemini):
+    scripted_gemini.script = [(200, "{not json"), goto("page_dorm"), final("page_dorm")]
+    result = Agent(main.tools, gemini).run(free())
+    assert result.status == "goal_met" and result.ok and truth(main) == "page_dorm"
+    assert result.data["parser_errors"] == 1 and result.data["turns"] == 3
+    second = observed(prompts(scripted_gemini)[1])
+    assert second[0].startswith("[t1 parser_error] your last answer was not used: the model's answer was unusable "
+                                "(malformed)")
+    percepts = kinds(entries(main, result), "agent_percept")
+    assert any(p["modality"] == "parser_error" and p["turn"] == 1 for p in percepts)
+
+
+def test_invented_tool_is_a_parser_error_with_did_you_mean_and_nothing_runs(main, gemini, scripted_gemini):
+    scripted_gemini.script = [call("alas_fly", page="page_dorm")]
+    result = Agent(main.tools, gemini).run(free(turns=2))
+    assert result.status == "budget_turns" and not result.ok and truth(main) == "page_main"
+    assert result.data["parser_errors"] == 2 and result.data["tool_calls"] == 0
+    lines = entries(main, result)
+    assert kinds(lines, "agent_call") == []
+    parsed = kinds(lines, "agent_parse")[0]["action"]
+    assert parsed["kind"] == "error" and "unknown tool 'alas_fly'" in parsed["error"]
+    assert "did you mean" in parsed["error"]
+    error_line = observed(prompts(scripted_gemini)[1])[0]
+    assert error_line.startswith("[t1 parser_error]") and "alas_fly" in error_line and "did you mean" in error_line
+
+
+@pytest.mark.parametrize("bad, words", [
+    (call("alas_goto", page="page_nowhere"), ("arguments.page 'page_nowhere' is not one of the allowed values",)),
+    (call("adb_tap", x="ten", y=5), ("arguments.x must be integer, got string",)),
+    (call("adb_tap", x=10), ("missing arguments.y",)),
+])
+def test_bad_arguments_are_parser_errors_and_nothing_runs(main, gemini, scripted_gemini, bad, words):
+    scripted_gemini.script = [bad]
+    result = Agent(main.tools, gemini).run(free(turns=2))
+    assert result.status == "budget_turns" and result.data["tool_calls"] == 0 and truth(main) == "page_main"
+    lines = entries(main, result)
+    assert kinds(lines, "agent_call") == []
+    error_line = observed(prompts(scripted_gemini)[1])[0]
+    assert error_line.startswith("[t1 parser_error]") and all(w in error_line for w in words)
+
+
+def test_prose_every_turn_ends_on_the_turn_budget(main, gemini, scripted_gemini):
+    scripted_gemini.script = [prose("I would go to the dorm next, it seems the best idea.")]
+    result = Agent(main.tools, gemini).run(free(turns=3))
+    assert result.status == "budget_turns" and not result.ok
+    assert len(scripted_gemini.requests) == 3 == result.data["turns"] == result.data["parser_errors"]
+    assert kinds(entries(main, result), "agent_call") == []
+    for later in prompts(scripted_gemini)[1:]:
+        assert "parser_error] your last answer was not used: not a function call and not valid JSON" in \
+            observed(later)[0]
+
+
+# ------------------------------------------------------------------------------------------------ 6 anti-repeat
+
+
+def test_the_same_tap_forever_is_warned_refused_then_stopped(main, gemini, scripted_gemini):
+    scripted_gemini.script = [call("adb_tap", x=5, y=5)]
+    result = Agent(main.tools, gemini).run(free(turns=20))
+    assert result.status == "repeat" and not result.ok
+    assert len(scripted_gemini.requests) == 8 and result.data["turns"] == 8
+    lines = entries(main, result)
+    assert len(kinds(lines, "agent_call")) == 4  # turns 1-4 ran; 5-7 were refused; 8 stopped
+    assert [c["turn"] for c in kinds(lines, "agent_call")] == [1, 2, 3, 4]
+    warnings = [(p["turn"], p["content"]) for p in kinds(lines, "agent_percept") if p["modality"] == "warning"]
+    assert [t for t, _ in warnings] == [3, 4, 5, 6, 7]
+    assert warnings[0][1].startswith("you have made the same adb_tap call with the same result 3 times")
+    assert warnings[2][1].startswith("refused: the same adb_tap call with the same result 5 times")
+    # the warning (priority 3) precedes the tap results (priority 1) in the next request
+    fourth = observed(prompts(scripted_gemini)[3])
+    assert fourth[0].startswith("[t3 warning] you have made the same adb_tap call")
+    assert in_order(fourth, "[t3 warning]", "[t3 tool_result] adb_tap")
+    sixth = observed(prompts(scripted_gemini)[5])
+    assert sixth[0].startswith("[t5 warning] refused:")
+
+
+# ------------------------------------------------------------------------------------------------ 7 false claims
+
+
+def test_false_claims_until_the_budget_end_as_false_claim(main, gemini, scripted_gemini):
+    scripted_gemini.script = [final("page_dorm")]
+    result = Agent(main.tools, gemini).run(free(turns=3))
+    assert result.status == "false_claim" and not result.ok and result.data["verified"] is False
+    assert truth(main) == "page_main" and result.data["false_claims"] == 3
+    lines = entries(main, result)
+    assert [v["final"] for v in kinds(lines, "agent_verify")] == [False, True, True, True]
+    assert all(v["page"] == "page_main" for v in kinds(lines, "agent_verify"))
+    assert not any(e["kind"] == "agent_stop" and e["result"]["status"] == "goal_met" for e in lines)
+    note = observed(prompts(scripted_gemini)[1])[0]
+    assert note.startswith("[t1 harness] your final was checked and does not hold:") and "page_main" in note
+
+
+def test_final_without_criteria_on_a_declared_goal_is_told_and_the_episode_goes_on(main, gemini, scripted_gemini):
+    from engine.agent.checkpoint import EpisodeState
+
+    goal = Goal(name="dorm", description="Reach the dorm.", success=[{"page": "page_dorm"}], budget=Budget(turns=4))
+    state = EpisodeState(episode="declared-final", goal=goal.model_dump(mode="json"), deterministic_done=True)
+    scripted_gemini.script = [call("final"), goto("page_dorm")]
+    result = Agent(main.tools, gemini).run(goal, state=state)  # deterministic phase skipped: the model is asked
+    assert result.status == "goal_met" and result.ok and truth(main) == "page_dorm"
+    assert result.data["false_claims"] == 1 and result.data["turns"] == 2
+    note = observed(prompts(scripted_gemini)[1])[0]
+    assert note.startswith("[t1 harness] your final was checked and does not hold")
+
+
+# ------------------------------------------------------------------------------------------------ 8-9 blocked
+
+
+def test_model_reports_blocked(main, gemini, scripted_gemini):
+    scripted_gemini.script = [call("blocked", reasons=["the dorm is locked", "no key"])]
+    result = Agent(main.tools, gemini).run(free())
+    assert result.status == "blocked" and not result.ok and result.data["verified"] is False
+    assert result.data["reasons"] == ["the dorm is locked", "no key"]
+    assert len(scripted_gemini.requests) == 1
+
+
+def test_declared_blocker_holding_at_start_stops_before_any_model_call(main, gemini, scripted_gemini):
+    goal = Goal(name="dorm", description="Reach the dorm.", success=[{"page": "page_dorm"}],
+                blockers=[{"page": "page_main", "reason": "the main page means the test blocks"}])
+    result = Agent(main.tools, gemini).run(goal)
+    assert result.status == "blocked" and not result.ok
+    assert result.data["reasons"] == ["the main page means the test blocks"] and result.data["verified_blocker"]
+    assert scripted_gemini.requests == [] and result.data["tool_calls"] == 0 and truth(main) == "page_main"
+
+
+# ------------------------------------------------------------------------------------------------ 10 deterministic
+
+
+def test_named_goal_is_reached_deterministically_without_the_model(main, gemini, scripted_gemini):
+    goal = Goal(name="dorm", description="Reach the dorm.", success=[{"page": "page_dorm"}])
+    result = Agent(main.tools, gemini).run(goal)
+    assert result.status == "goal_met" and result.ok and truth(main) == "page_dorm"
+    assert scripted_gemini.requests == []
+    assert result.data["model_calls"] == 0 and result.data["deterministic_calls"] == 1
+    assert result.data["calls"][0]["tool"] == "alas_goto" and result.data["calls"][0]["turn"] == 0
+
+
+def test_the_model_is_asked_when_the_deterministic_path_does_not_reach_the_goal(main, gemini, scripted_gemini):
+    goal = Goal(name="dorm_popup", description="Reach the dorm with the confirm popup open.",
+                success=[{"page": "page_dorm"}, {"popup": "POPUP_CONFIRM"}], budget=Budget(turns=3))
+    scripted_gemini.script = [call("blocked", reasons=["no popup to open"])]
+    result = Agent(main.tools, gemini).run(goal)
+    assert result.status == "blocked" and result.data["deterministic_calls"] == 1
+    assert len(scripted_gemini.requests) == 1 and truth(main) == "page_dorm"
+    lines = entries(main, result)
+    first_request = next(i for i, e in enumerate(lines) if e["kind"] == "agent_request")
+    assert [e["tool"] for e in lines[:first_request] if e["kind"] == "agent_call"] == ["alas_goto"]
+    prompt = prompts(scripted_gemini)[0]
+    assert "- [x] page page_dorm" in prompt and "- [ ] popup POPUP_CONFIRM" in prompt
+
+
+# ------------------------------------------------------------------------------------------------ 11 budgets, cancel
+
+
+def test_tool_budget_stops_before_the_call_that_would_exceed_it(main, gemini, scripted_gemini):
+    scripted_gemini.script = [goto("page_dorm"), goto("page_main"), goto("page_dorm")]
+    result = Agent(main.tools, gemini).run(free(turns=10, tool_calls=2))
+    assert result.status == "budget_tools" and not result.ok
+    assert result.data["tool_calls"] == 2 and len(kinds(entries(main, result), "agent_call")) == 2
+    assert truth(main) == "page_main" and len(scripted_gemini.requests) == 3
+
+
+def test_token_budget_stops_the_episode(main, gemini, scripted_gemini):
+    scripted_gemini.script = [call("adb_tap", usage=(60, 20), x=5, y=5), call("adb_tap", usage=(60, 20), x=6, y=6)]
+    result = Agent(main.tools, gemini).run(free(turns=10, tokens=100))
+    assert result.status == "budget_tokens" and result.data["tokens"] == 160
+    assert len(scripted_gemini.requests) == 2
+
+
+def test_cancel_set_before_run_stops_with_cancelled(main, gemini, scripted_gemini):
+    agent = Agent(main.tools, gemini)
+    agent.cancel.set()
+    result = agent.run(free())
+    assert result.status == "cancelled" and not result.ok
+    assert scripted_gemini.requests == [] and result.data["tool_calls"] == 0
+
+
+# ------------------------------------------------------------------------------------------------ 12 resume
+
+
+def test_resume_continues_the_checkpointed_episode_and_keeps_counting(main, gemini, scripted_gemini, tmp_path):
+    scripted_gemini.script = [goto("page_dorm"), goto("page_main")]
+    result = Agent(main.tools, gemini).run(free(turns=2), folder=tmp_path)
+    assert result.status == "budget_turns" and truth(main) == "page_main"
+    state = load_checkpoint(tmp_path)
+    assert state.stop_reason == "budget_turns" and state.spend.turns == 2 and len(state.calls) == 2
+    scripted_gemini.requests.clear()
+    scripted_gemini.script = [goto("page_dorm"), final("page_dorm")]
+    goal = Goal.model_validate(state.goal)
+    resumed = Agent(main.tools, gemini, config=AgentConfig(max_turns=6)).run(goal, state=state, folder=tmp_path)
+    assert resumed.status == "goal_met" and resumed.ok and truth(main) == "page_dorm"
+    assert resumed.data["episode"] == result.data["episode"]
+    assert resumed.data["turns"] == 4 and resumed.data["tool_calls"] == 3 and resumed.data["model_calls"] == 4
+    # the working memory came back: the first resumed request sees the last call before the stop
+    first = prompts(scripted_gemini)[0]
+    assert "[t2 tool_result] alas_goto verified" in first and "\nBUDGET: this is turn 3 of 6;" in first
+    starts = kinds(entries(main, resumed), "agent_start")
+    assert [s["resumed"] for s in starts] == [False, True]
+    assert load_checkpoint(tmp_path).stop_reason == "goal_met"
+
+
+# ------------------------------------------------------------------------------------------------ 13 skills
+
+
+def test_verified_free_text_episode_saves_a_skill_that_runs(main, gemini, scripted_gemini, tmp_path):
+    store = SkillStore(tmp_path / "skills.yaml")
+    scripted_gemini.script = [goto("page_dorm"), final("page_dorm")]
+    result = Agent(main.tools, gemini, skills=store).run(free_text_goal("Visit the dorm, now!", Budget(turns=4)))
+    assert result.status == "goal_met" and result.data["skill"] == "skill.visit_the_dorm_now"
+    assert [t.name for t in store.load(main.graph)] == ["skill.visit_the_dorm_now"]
+    assert kinds(entries(main, result), "agent_skill")[0]["name"] == "skill.visit_the_dorm_now"
+    listed = main.tools.call("alas_tools", {})
+    assert "skill.visit_the_dorm_now" in [t["name"] for t in listed.data["tasks"]]
+    assert main.tools.call("alas_goto", {"page": "page_main"}).ok
+    ran = main.tools.call("alas_run", {"name": "skill.visit_the_dorm_now"})
+    assert ran.ok and truth(main) == "page_dorm"
+
+
+def test_unverified_episode_saves_no_skill(main, gemini, scripted_gemini, tmp_path):
+    store = SkillStore(tmp_path / "skills.yaml")
+    scripted_gemini.script = [goto("page_dorm"), final("page_main")]
+    result = Agent(main.tools, gemini, skills=store).run(free_text_goal("Visit the dorm again", Budget(turns=2)))
+    assert result.status == "false_claim" and result.data["skill"] is None
+    assert not store.path.exists()
+
+
+# ------------------------------------------------------------------------------------------------ 14 episodic memory
+
+
+def test_the_next_episode_sees_the_earlier_one(main, gemini, scripted_gemini, tmp_path):
+    memory = EpisodicMemory(tmp_path / "ep.jsonl")
+    scripted_gemini.script = [goto("page_dorm"), final("page_dorm")]
+    first = Agent(main.tools, gemini, memory=memory).run(free())
+    assert first.status == "goal_met"
+    assert "EARLIER EPISODES" not in prompts(scripted_gemini)[0]
+    summary = memory.last(5)
+    assert len(summary) == 1 and summary[0].verified and "alas_goto(page_dorm)" in summary[0].lesson
+    scripted_gemini.requests.clear()
+    scripted_gemini.script = [call("blocked", reasons=["done already"])]
+    second = Agent(main.tools, gemini, memory=memory).run(free())
+    assert second.status == "blocked"
+    prompt = prompts(scripted_gemini)[0]
+    block = prompt.split("EARLIER EPISODES of this game:\n", 1)[1]
+    assert block.splitlines()[0] == f"- {summary[0].line()}"
+    assert [s.stop_reason for s in memory.last(5)] == ["goal_met", "blocked"]
+
+
+# ------------------------------------------------------------------------------------------------ 15 replay
+
+
+def test_an_episode_replays_from_its_own_transcript(main, gemini, scripted_gemini, tmp_path):
+    scripted_gemini.script = [goto("page_dorm", usage=(90, 4)), final("page_dorm", usage=(95, 6))]
+    recorded = Agent(main.tools, gemini).run(free())
+    assert recorded.status == "goal_met"
+    lines = entries(main, recorded)
+    ledger = tmp_path / "transcript.jsonl"
+    ledger.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    responses = [e["response"] for e in kinds(lines, "agent_response")]
+    replay = ReplayProvider(ledger)
+    assert replay.remaining == 2
+    first = replay.generate("s", [], [], timeout=1)
+    assert first == ModelTurn(None, (Call("alas_goto", {"page": "page_dorm"}),), Usage(90, 4))
+    assert first.to_dict() == responses[0]
+    # the whole session ledger replays too: every recorded agent_response (turns and failures) in order
+    whole = ReplayProvider(main.transcript.path)
+    recorded_all = [e for e in main.transcript.entries() if e["kind"] == "agent_response"]
+    assert whole.remaining == len(recorded_all) >= 2
+    for entry in recorded_all:
+        if "error" in entry:
+            with pytest.raises(ModelError) as caught:
+                whole.generate("s", [], [], timeout=1)
+            assert caught.value.reason == entry["error"]["reason"]
+        else:
+            assert whole.generate("s", [], [], timeout=1).to_dict() == entry["response"]
+    # and the replay plays the same episode again
+    assert main.tools.call("alas_goto", {"page": "page_main"}).ok
+    again = Agent(main.tools, ReplayProvider(ledger)).run(free())
+    assert again.status == "goal_met" and truth(main) == "page_dorm"
+    assert [(c["tool"], c["arguments"]) for c in again.data["calls"]] == \
+        [(c["tool"], c["arguments"]) for c in recorded.data["calls"]]
+    assert again.data["tokens"] == recorded.data["tokens"] == 90 + 4 + 95 + 6
+
+
+# ------------------------------------------------------------------------------------------------ 16 secrets
+
+
+def test_the_api_key_reaches_neither_the_transcript_nor_the_checkpoint(main, gemini, scripted_gemini, tmp_path):
+    scripted_gemini.script = [error(429, "RESOURCE_EXHAUSTED"), goto("page_dorm"), error(500, "INTERNAL")]
+    result = Agent(main.tools, gemini).run(free(), folder=tmp_path)
+    assert result.status == "model_error" and result.data["model_error"] == "server_error"
+    responses = kinds(entries(main, result), "agent_response")
+    assert "***" in responses[-1]["error"]["message"]  # the server echoed the key; it was redacted
+    assert KEY not in Path(main.transcript.path).read_text()
+    assert KEY not in (tmp_path / "checkpoint.json").read_text()
+    assert KEY not in json.dumps(result.to_dict(), default=str)
+
+
+def test_a_key_from_the_environment_is_redacted_even_when_the_model_echoes_it(main, gemini, scripted_gemini,
+                                                                              tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)  # as the CLI configures it
+    scripted_gemini.script = [prose(f"my key is {KEY}"), call("alas_fly", note=KEY),
+                              call("blocked", reasons=[f"leaking {KEY}"])]
+    result = Agent(main.tools, gemini).run(free(), folder=tmp_path)
+    assert result.status == "blocked" and result.data["parser_errors"] == 2
+    assert any(mark in json.dumps(e) for e in kinds(entries(main, result), "agent_parse")
+               for mark in ("[redacted]", "***"))  # the provider's mark, or the transcript's
+    assert KEY not in Path(main.transcript.path).read_text()
+    assert KEY not in (tmp_path / "checkpoint.json").read_text()
+
+
+def test_a_key_given_in_code_is_redacted_even_when_the_model_echoes_it(main, gemini, scripted_gemini, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    scripted_gemini.script = [prose(f"my key is {KEY}"), call("blocked", reasons=["stuck"])]
+    result = Agent(main.tools, gemini).run(free(), folder=tmp_path)
+    assert result.status == "blocked"
+    assert KEY not in json.dumps(entries(main, result))
+    assert KEY not in (tmp_path / "checkpoint.json").read_text()
+
+
+def test_deterministic_goto_runs_after_a_task_that_left_the_page(main):
+    goal = Goal(name="mail_then_main", description="Collect the mail, then stand on the main page.",
+                success=[{"task": "mail.collect"}, {"page": "page_main"}])
+    result = Agent(main.tools, None).run(goal)  # no model: the deterministic path alone must reach it
+    assert [c["tool"] for c in result.data["calls"]] == ["alas_run", "alas_goto"]
+    assert result.status == "goal_met" and truth(main) == "page_main"
