@@ -36,7 +36,7 @@ from typing import Any
 from engine.agent import prompt as prompts
 from engine.agent.checkpoint import EpisodeState, save_checkpoint
 from engine.agent.goals import Criterion, Goal, all_held, claimed_criteria, describe_criterion
-from engine.agent.memory import (EpisodicMemory, EpisodeSummary, Percept, WorkingMemory, estimate_tokens,
+from engine.agent.memory import (EpisodicMemory, Percept, WorkingMemory, estimate_tokens,
                                  harness_note, observation_percept, parser_error, percept_from_result, warning)
 from engine.agent.models import Message, ModelTurn, Provider
 from engine.agent.parse import Action, parse_turn
@@ -159,6 +159,7 @@ class _Episode:
             self.state.start_page = look.observation.page
         if look.observation is not None:
             self._percept(observation_percept(look.observation, self.state.spend.turns))
+            self._hand_over_unknown(look.observation.to_dict())
 
     def _deterministic(self) -> None:
         """goto/run the goal's tasks and page before any model call; verify by looking after each."""
@@ -299,9 +300,9 @@ class _Episode:
         seen = result.data.get("observation")
         if isinstance(seen, dict):
             self.now = prompts.screen_words(seen.get("page"), seen.get("popups") or ())
-        if result.status == "unknown_screen" or (isinstance(seen, dict) and seen.get("page") is None
-                                                 and not seen.get("popups") and not seen.get("loading")):
-            self.screen = self.harness.snapshot(cancel=self.agent.cancel)  # the navigator hands it over
+            self._hand_over_unknown(seen)
+        elif result.status == "unknown_screen":
+            self._hand_over_unknown({"page": None})
         if result.status == "cancelled" or self.agent.cancel.is_set():
             raise Stop("cancelled", "cancelled while a tool ran")
         return result
@@ -332,6 +333,11 @@ class _Episode:
             self.state.verified = True
             raise Stop("goal_met", f"goal {self.goal.name} met and verified by looking")
         return look
+
+    def _hand_over_unknown(self, seen: dict[str, Any]) -> None:
+        """A screen no page or popup matched goes to the model as an image with the next prompt."""
+        if seen.get("page") is None and not seen.get("popups") and not seen.get("loading"):
+            self.screen = self.harness.snapshot(cancel=self.agent.cancel)
 
     def _check_budget(self, *, model: bool) -> None:
         spend, budget = self.state.spend, self.budget
@@ -398,17 +404,10 @@ class _Episode:
         return name
 
     def _remember(self, stop: Stop) -> None:
-        if self.agent.memory is None:
-            return
-        calls = [f"{c['tool']}({', '.join(str(v) for v in c['arguments'].values())})" for c in self.state.calls
-                 if c["ok"]]
-        lesson = ("reached by " + ", ".join(calls[-6:])) if self.state.verified and calls else stop.text
-        try:
+        if self.agent.memory is not None:
             name = self.goal.description if self.goal.name == "free_text" else self.goal.name
-            self.agent.memory.append(EpisodeSummary(name, stop.reason, self.state.verified,
-                                                    self.state.spend.turns, self.state.spend.tool_calls, lesson))
-        except OSError as exc:
-            log.warning("episodic memory %s not written: %s", self.agent.memory.path, exc)
+            self.agent.memory.remember(name, stop.reason, stop.text, self.state.verified, self.state.spend.turns,
+                                       self.state.calls)
 
     # ------------------------------------------------------------------------------------------------ helpers
 

@@ -319,6 +319,17 @@ class EpisodicMemory:
             os.fsync(f.fileno())
         return EpisodeSummary.from_dict(entry)
 
+    def remember(self, goal: str, stop_reason: str, text: str, verified: bool, turns: int,
+                 calls: list[dict[str, Any]]) -> None:
+        """Append one finished episode; its lesson is the calls that reached a verified goal, else how it
+        stopped. A file that cannot be written is logged, never raised: memory must not fail an episode."""
+        done = [f"{c['tool']}({', '.join(str(v) for v in c['arguments'].values())})" for c in calls if c["ok"]]
+        lesson = ("reached by " + ", ".join(done[-6:])) if verified and done else text
+        try:
+            self.append(EpisodeSummary(goal, stop_reason, verified, turns, len(calls), lesson))
+        except OSError as exc:
+            log.warning("episodic memory %s not written: %s", self.path, exc)
+
     def last(self, n: int) -> list[EpisodeSummary]:
         """The last `n` readable summaries, oldest first (fewer when the bounded tail holds fewer)."""
         if n <= 0 or not self.path.exists():

@@ -7,6 +7,7 @@ episode's transcript lines (filtered by episode id).
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -502,3 +503,27 @@ def test_deterministic_goto_runs_after_a_task_that_left_the_page(main):
     result = Agent(main.tools, None).run(goal)  # no model: the deterministic path alone must reach it
     assert [c["tool"] for c in result.data["calls"]] == ["alas_run", "alas_goto"]
     assert result.status == "goal_met" and truth(main) == "page_main"
+
+
+# ------------------------------------------------------------------------------------------------ unknown screens
+
+
+def test_an_unknown_screen_reaches_the_model_as_an_image(main, gemini, scripted_gemini):
+    game = main.sim.game
+    with game._lock:  # the phone shows a screen the graph does not know
+        game.unknown, game._unknown_variant = True, game._unknown_variant + 1
+    try:
+        scripted_gemini.script = [call("blocked", reasons=["cannot tell this screen"])]
+        result = Agent(main.tools, gemini).run(free())
+        assert result.status == "blocked" and not result.ok
+        parts = scripted_gemini.requests[0][2]["contents"][0]["parts"]
+        images = [p["inlineData"] for p in parts if "inlineData" in p]
+        assert len(images) == 1 and images[0].get("mimeType", images[0].get("mime_type")) == "image/png"
+        data = images[0]["data"]
+        assert base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)).startswith(b"\x89PNG")
+        assert "matched no page or popup" in parts[0]["text"] and "SCREEN NOW: page=unknown" in parts[0]["text"]
+        request = kinds(entries(main, result), "agent_request")[0]
+        assert request["image_bytes"] > 0 and images[0]["data"][:64] not in json.dumps(request)  # not in the ledger
+    finally:
+        with game._lock:
+            game.unknown = False
