@@ -82,6 +82,12 @@ def _observe_png(studio: Any, png: bytes) -> tuple[dict[str, Any], int]:
     if frame is None:
         raise ValueError("the screenshot could not be decoded")
     obs = studio.session.observer.observe(frame)
+    navigator = studio.session.navigator
+    if navigator is not None and obs.page is not None and studio.tools.bounded.try_hold():
+        try:  # like alas_state: a look while no action runs moves the belief to what shows
+            navigator.machine.relocalise(obs.page, obs.confidence)
+        finally:
+            studio.tools.bounded.release()
     with studio.lock:
         number = (studio.last_frame[0] + 1) if studio.last_frame else 1
         studio.last_frame = (number, png)
