@@ -86,8 +86,9 @@ class LoopbackGuard:
             await _refuse(send, 403, f"refused: Host {host!r} is not loopback (127.0.0.1, localhost or [::1])")
             return
         origin = _header(scope, b"origin")
-        if scope.get("method", "GET") not in SAFE_METHODS and origin not in (None, "null") \
-                and not is_loopback_origin(origin):
+        # Origin "null" (a sandboxed frame, a file: page) is refused too: a sandboxed iframe on any site could
+        # otherwise post forms to the studio.
+        if scope.get("method", "GET") not in SAFE_METHODS and origin is not None and not is_loopback_origin(origin):
             await _refuse(send, 403, f"refused: Origin {origin!r} is not loopback")
             return
         await self.app(scope, receive, send)

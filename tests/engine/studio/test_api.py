@@ -103,6 +103,8 @@ def test_a_loopback_host_is_served(client, host):
 def test_a_cross_site_post_is_refused_and_a_same_site_one_is_not(client):
     refused = client.post("/api/goto", json={"page": "page_main"}, headers={"origin": "http://evil.example"})
     assert refused.status_code == 403
+    sandboxed = client.post("/api/goto", json={"page": "page_main"}, headers={"origin": "null"})
+    assert sandboxed.status_code == 403  # a sandboxed iframe on any site sends Origin: null
     allowed = client.post("/api/goto", json={"page": "page_nowhere"}, headers={"origin": BASE})
     assert allowed.status_code == 404  # past the guard: an unknown page
     assert not is_loopback_host("evil.example") and is_loopback_host("[::1]:1")
