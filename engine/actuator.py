@@ -41,9 +41,12 @@ class Actuator:
     def __init__(self, device: Device, graph: Graph) -> None:
         self.device = device
         self.graph = graph
+        self.performed = 0
+        """Actions started so far (whoever asked): a look older than the last one may no longer hold."""
 
     def perform(self, ctx: RunContext, action: Action, obs: Observation | None = None) -> Performed:
         """Do `action`; `obs` (the observation the action was chosen on) supplies template offsets for taps."""
+        self.performed += 1
         if isinstance(action, TapAction):
             x, y = self.tap_point(action, obs)
             ctx.device_call(lambda: self.device.tap(x, y))

@@ -1,7 +1,8 @@
 """goto and state: the act / observe / diff / react loop that reconciles the belief with the screen.
 
 Every step looks before it trusts: an action is followed by an observation with the hop's destination as the
-expectation, the observation is diffed against it into a Verdict, and the verdict picks the reaction:
+expectation, the observation is diffed against it into a Verdict, and the verdict picks the reaction. (A goto
+whose belief the last look verified, with nothing acted since, starts from that look: no screenshot.)
 
     VERIFIED      next hop (re-planned from the page actually seen)
     POPUP         dismiss the known popup by its own action (bounded), look again
@@ -35,6 +36,7 @@ from engine.machine import BeliefMachine
 from engine.results import Observation, Outcome, Verdict, closest
 from engine.routes import canonical_page, home_buttons, plan_route
 from engine.schema import Action, Graph, KeyAction, Link, TapAction
+from engine.stuck import Settling, same_pixels
 
 if TYPE_CHECKING:
     from engine.context import RunContext
@@ -54,6 +56,9 @@ POLL_S = 0.1
 MAX_POLL_S = 0.5
 STALE_S = 10.0
 """A belief older than this is re-observed before planning."""
+CHANGE_S = 5.0
+"""Longest a page change that keeps drawing (frames changing, nothing recognised) is waited out past a hop's
+allowance before the frame is judged."""
 MAX_STEPS = 400
 """Hard cap on loop iterations of one navigation, beside its time bound."""
 MAX_DEVICE_FAULTS = 3
@@ -83,17 +88,10 @@ def diff(obs: Observation, expected: str | None, *, waiting: bool, blocking: boo
     return Verdict.MISMATCH
 
 
-
 def describe(obs: Observation) -> str:
     """One phrase for what an observation shows: ``on page_main with GET_ITEMS_1``."""
     text = f"on {obs.page}" if obs.page else "on an unknown screen"
     return text + (f" with {', '.join(obs.popups)}" if obs.popups else "")
-
-
-def _same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two frames are identical: a sparse sample first (changed frames differ there at once), then all
-    pixels (0.15 ms, against 1-10 ms for the scan it saves)."""
-    return a.shape == b.shape and np.array_equal(a[::16, ::16], b[::16, ::16]) and np.array_equal(a, b)
 
 
 @dataclass
@@ -126,6 +124,7 @@ class Navigator:
         self.last_observation: Observation | None = None
         self.last_frame: np.ndarray | None = None
         self._last_expected: tuple[str | None, bool] | None = None
+        self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
         self._home_buttons = home_buttons(graph)
 
     @property
@@ -141,6 +140,7 @@ class Navigator:
             believed = self.machine.page
             obs = self.look(ctx, expected=believed if believed != self.graph.unknown_page else None)
             self.machine.relocalise(obs.page, obs.confidence)
+            self._verified = (obs, getattr(self.actuator, "performed", None)) if obs.page else None
             return Outcome(obs.page is not None, "verified" if obs.page else "unknown_screen", describe(obs),
                            observation=obs)
 
@@ -185,18 +185,21 @@ class Navigator:
         """
         stale = self.machine.is_stale(STALE_S)
         course = _Course(expected=None if stale else self.machine.page)
+        reused = self._still_true(ctx, stale)  # the last look still holds: it is not judged again
         try:
-            obs = self.look(ctx, expected=course.expected)
+            obs = reused or self.look(ctx, expected=course.expected)
         except TransientDeviceError as exc:  # even the first look: a fault is a verdict, not the end
             obs, course.fault = Observation(None), exc
-        for _ in range(MAX_STEPS):
+        for step in range(MAX_STEPS):
             ctx.checkpoint()
             verdict = Verdict.DEVICE_ERROR if course.fault else diff(
                 obs, course.expected, waiting=ctx.clock() < course.waiting_until, blocking=self.is_blocking(obs))
-            ctx.record("verdict", verdict=verdict.value, expected=course.expected, observed=obs.page,
-                       popups=list(obs.popups))
+            if step or reused is None:
+                ctx.record("verdict", verdict=verdict.value, expected=course.expected, observed=obs.page,
+                           popups=list(obs.popups))
             if verdict in (Verdict.VERIFIED, Verdict.MISMATCH):
                 self._believe(verdict, obs, course.expected)
+                self._verified = (obs, getattr(self.actuator, "performed", None)) if obs.page else None
                 course.ladder = 0
                 stuck = ctx.detectors.watchdog.step(obs.page)
                 if obs.page == target:
@@ -211,6 +214,14 @@ class Navigator:
                     raise  # _ride_out gave up on a device that fails its probe
                 course.fault = exc
         raise NavigationError(f"gave up after {MAX_STEPS} steps without reaching {target}")
+
+    def _still_true(self, ctx: RunContext, stale: bool) -> Observation | None:
+        """The last look, if it verified the belief and nothing acted since (through the actuator, whoever asked)."""
+        obs, count = self._verified or (None, None)
+        if stale or obs is None or count is None or obs.page != self.machine.page or count != self.actuator.performed:
+            return None
+        ctx.record("reuse", page=obs.page, popups=list(obs.popups))
+        return obs
 
     def _react(self, ctx: RunContext, verdict: Verdict, obs: Observation, course: _Course,
                target: str) -> Observation:
@@ -267,17 +278,17 @@ class Navigator:
             self.machine.relocalise(obs.page, obs.confidence)
 
     def _settle(self, ctx: RunContext, expected: str, source: str, until: float) -> Observation:
-        """Look until the hop shows its effect or its allowance runs out: an unchanged frame is not a verdict.
+        """Look until the hop shows its effect or its allowance runs out (engine.stuck.Settling: a page change
+        still drawing is waited out up to CHANGE_S more, not tapped again). Looks are `near` (the expected page,
+        its neighbours, popups); one that ends with nothing recognised scans everything."""
 
-        While the hop settles, looks are `near` (the expected page, its neighbours, popups): a frame that is none
-        of them is loading either way. The look that ends an allowance with nothing recognised scans everything.
-        """
+        def look() -> tuple[Observation, bool]:
+            before = self.last_frame
+            obs = self.look(ctx, expected=expected, near=True)
+            return obs, before is None or self.last_frame is None or not same_pixels(before, self.last_frame)
 
-        def settled(o: Observation) -> bool:
-            return not (o.loading or o.black_frame or (o.page in (None, source) and not o.popups))
-
-        obs = ctx.poll(lambda: self.look(ctx, expected=expected, near=True), until=settled, first=POLL_S,
-                       most=MAX_POLL_S, within=max(0.0, until - ctx.clock()))
+        obs = Settling(source).wait(ctx, look, within=max(0.0, until - ctx.clock()), first=POLL_S, most=MAX_POLL_S,
+                                    change_s=CHANGE_S)
         if obs.page is None and not obs.popups and not obs.loading:
             obs = self.look(ctx, expected=expected)
         return obs
@@ -293,30 +304,20 @@ class Navigator:
 
     def _take(self, ctx: RunContext, link: Link, obs: Observation) -> None:
         ctx.hops += 1
-        key = action_key(link.action)
-        detectors = ctx.detectors
-        reason = detectors.clicks.add(key)
+        key, detectors = action_key(link.action), ctx.detectors
+        reason = detectors.hop(key, obs.page, link.to)
         if reason:
             raise Stuck(reason, page=obs.page)
-        verdict, repeats = detectors.repeats.add("link", [obs.page, link.to, key], obs.page)
-        if verdict == "abort":
-            raise Stuck(f"the same hop {obs.page} -> {link.to} repeated {repeats} times", page=obs.page)
-        if verdict == "warn":
-            log.warning("hop %s -> %s repeated %d times", obs.page, link.to, repeats)
         ctx.record("action", hop=ctx.hops, source=obs.page, to=link.to, action=link.action.model_dump())
         self.act(ctx, link.action, obs)
         detectors.last_tap[key] = ctx.clock()
 
     def _debounce(self, ctx: RunContext, link: Link) -> bool:
         """Do not tap the same button again before its effect had time to show. True when we waited."""
-        last = ctx.detectors.last_tap.get(action_key(link.action))
-        if last is None:
-            return False
-        remaining = last + SETTLE_S - ctx.clock()
-        if remaining <= 0:
-            return False
-        ctx.wait(remaining)
-        return True
+        remaining = ctx.detectors.too_soon(action_key(link.action), ctx.clock(), SETTLE_S)
+        if remaining > 0:
+            ctx.wait(remaining)
+        return remaining > 0
 
     # ------------------------------------------------------------------------------------------- reactions
 
@@ -402,12 +403,12 @@ class Navigator:
             near: only the expected page, its neighbours and the popups (for looks while a hop settles).
         """
         frame = self._marked(lambda: ctx.device_call(self.device.screenshot))
-        previous, self.last_frame = self.last_frame, frame
+        previous, self.last_frame, self._verified = self.last_frame, frame, None
         unchanged = (
             previous is not None
             and self.last_observation is not None
             and (expected, near) == self._last_expected
-            and _same_pixels(previous, frame)
+            and same_pixels(previous, frame)
         )
         if unchanged:
             obs = self.last_observation  # the same pixels say the same thing: waiting costs no observation

@@ -92,3 +92,19 @@ def _balance_one(frame: np.ndarray, fill: Fill, fixed: list[Area]) -> float:
         region[free] = np.clip(np.rint(needed), 0, 255).astype(np.uint8)
     mean = region.reshape(-1, 3).mean(axis=0)
     return float(np.abs(mean - target).max())
+
+
+def transition_frame(old: np.ndarray, new: np.ndarray, progress: float, kind: str = "fade") -> np.ndarray:
+    """An intermediate frame of a page change `progress` (0..1) of the way from `old` to `new`.
+
+    fade: the two screens blended; slide: the new screen comes in from the right, partly drawn over the old one.
+    """
+    progress = min(1.0, max(0.0, progress))
+    if kind == "slide":
+        width = new.shape[1]
+        shown = int(round(width * progress))
+        out = old.copy()
+        if shown:
+            out[:, width - shown:] = new[:, :shown]
+        return out
+    return (old.astype(np.float32) * (1.0 - progress) + new.astype(np.float32) * progress).astype(np.uint8)

@@ -21,6 +21,7 @@ import numpy as np
 
 from engine.assets import AssetPack
 from engine.schema import Action, Graph, KeyAction, Link, Popup, SwipeAction, TapAction, WaitAction
+from engine.sim.compose import transition_frame
 from engine.sim.render import POINT_BOX, Renderer
 from engine.sim.scenario import Faults, Scenario
 
@@ -67,6 +68,7 @@ class SimGame:
         scenario: Scenario | None = None,
         seed: int | None = 0,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] | None = None,
     ) -> None:
         graph = graph.require_resolved()
         if not graph.pages:
@@ -76,6 +78,10 @@ class SimGame:
         self.faults = Faults(scenario, seed)
         self.scenario = self.faults.scenario
         self.clock = clock
+        # Device costs pass on the game's clock: a virtual clock's own sleep (SharedClock.now -> .sleep), else real.
+        self.sleep = sleep or getattr(getattr(clock, "__self__", None), "sleep", time.sleep)
+        self._transition: tuple[np.ndarray, float, float] | None = None
+        """A page change in progress: the screen it started from, when it started, when it ends."""
         self._lock = threading.RLock()
         self._buttons = {b.name: b for b in graph.buttons}
         self._popups = {p.name: p for p in graph.popups}
@@ -97,21 +103,41 @@ class SimGame:
     # ------------------------------------------------------------------ what is on screen
 
     def frame(self) -> np.ndarray:
-        """The current screen as a fresh BGR uint8 array at the graph's resolution."""
+        """The current screen as a fresh BGR uint8 array at the graph's resolution, after the scenario's cost of
+        a raw screencap: the frame shows the screen as it is when the capture ends."""
+        s = self.scenario
+        self._cost(s.screencap_raw_ms)
         with self._lock:
             self._settle()
             self.counters["frames"] += 1
             if self.faults.black_frame():
                 self.counters["black_frames"] += 1
                 return self.renderer.black()
-            if self._loading_until is not None:
-                return self.renderer.loading()
-            if self.unknown:
-                return self.renderer.unknown(self._unknown_variant)
-            page = self.renderer.page(self.page)
-            if not self.popups:
-                return page.copy()
-            return self.renderer.with_popups(page, [self._popups[n] for n in self._shown_popups()])
+            screen = self._screen()
+            if self._transition is not None:
+                old, start, end = self._transition
+                return transition_frame(old, screen, (self.clock() - start) / (end - start), s.transition)
+            return screen
+
+    def png_cost(self) -> None:
+        """What a PNG screencap costs beyond the raw capture that frame() charged (compression on the device)."""
+        self._cost(max(0.0, self.scenario.screencap_png_ms - self.scenario.screencap_raw_ms))
+
+    def _cost(self, ms: float) -> None:
+        """A device operation's cost from the scenario, spent outside the lock (other requests go on meanwhile)."""
+        if ms > 0:
+            self.sleep(ms / 1000.0)
+
+    def _screen(self) -> np.ndarray:
+        """What the screen shows once every change in progress is done (no faults drawn)."""
+        if self._loading_until is not None:
+            return self.renderer.loading()
+        if self.unknown:
+            return self.renderer.unknown(self._unknown_variant)
+        page = self.renderer.page(self.page)
+        if not self.popups:
+            return page.copy()
+        return self.renderer.with_popups(page, [self._popups[n] for n in self._shown_popups()])
 
     def truth(self) -> dict:
         """What really shows: page, popups (top last), loading, unknown, crashed, and the counters."""
@@ -124,12 +150,15 @@ class SimGame:
                 "loading_target": self._loading_target,
                 "unknown": self.unknown,
                 "crashed": self.crashed,
+                "transition": self._transition is not None,
                 **self.counters,
             }
 
     # ------------------------------------------------------------------ input
 
-    def tap(self, x: int, y: int) -> None:
+    def tap(self, x: int, y: int, cost_ms: float | None = None) -> None:
+        """A tap, after the scenario's `input tap` cost (`cost_ms`: another input path's own cost)."""
+        self._cost(self.scenario.tap_ms if cost_ms is None else cost_ms)
         with self._lock:
             self._settle()
             self.counters["taps"] += 1
@@ -137,7 +166,7 @@ class SimGame:
                 self.counters["dropped_taps"] += 1
                 log.debug("tap (%d, %d) dropped by the scenario", x, y)
                 return
-            if self._loading_until is not None or self.unknown:
+            if self._loading_until is not None or self.unknown or self._transition is not None:
                 return
             top = self._top_blocking_popup()
             candidates = [self._popups[n] for n in reversed(self._shown_popups())]
@@ -149,10 +178,11 @@ class SimGame:
                 if popup is top:
                     return  # a blocking popup swallows every other tap
             page = self.graph.page(self.page)
-            for link in page.links:
-                if isinstance(link.action, TapAction) and self._inside(link.action, x, y):
-                    self._hop(link)
-                    return
+            links = [link for link in page.links
+                     if isinstance(link.action, TapAction) and self._inside(link.action, x, y)]
+            if links:  # one spot, several links: the scenario's running event decides (else the first)
+                self._hop(next((link for link in links if link.to == self.scenario.event), links[0]))
+                return
             for control in page.controls:
                 if self._inside(TapAction(type="tap", button=control.button), x, y):
                     self.counters["controls"] += 1
@@ -161,11 +191,12 @@ class SimGame:
                     return
 
     def key(self, key: str | int) -> None:
+        self._cost(self.scenario.key_ms)
         with self._lock:
             self._settle()
             self.counters["keys"] += 1
             name = key_name(key)
-            if name is None or self._loading_until is not None:
+            if name is None or self._loading_until is not None or self._transition is not None:
                 return
             if self.unknown:
                 if name == "back":
@@ -184,11 +215,15 @@ class SimGame:
                     self._hop(link)
                     return
 
-    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300, cost_ms: float | None = None) -> None:
+        """A swipe, after its duration plus the scenario's `input swipe` overhead (`cost_ms`: another path's)."""
+        overhead = self.scenario.swipe_ms if cost_ms is None else cost_ms
+        self._cost(overhead + duration_ms if overhead > 0 else 0.0)
         with self._lock:
             self._settle()
             self.counters["swipes"] += 1
-            if self._loading_until is not None or self.unknown or self._top_blocking_popup() is not None:
+            if (self._loading_until is not None or self.unknown or self._transition is not None
+                    or self._top_blocking_popup() is not None):
                 return
             for link in self.graph.page(self.page).links:
                 if isinstance(link.action, SwipeAction) and _same_direction(link.action, (x1, y1, x2, y2)):
@@ -262,13 +297,19 @@ class SimGame:
             self._loading_until = self.clock() + seconds
             self._loading_target = target
             return
-        self._arrive(target)
+        self._arrive(target, self._changing_from())
+
+    def _changing_from(self) -> np.ndarray | None:
+        """The screen a page change starts from, when the scenario draws page changes (else None)."""
+        return self._screen() if self.scenario.transition_s > 0 else None
 
     def _settle(self) -> None:
+        if self._transition is not None and self.clock() >= self._transition[2]:
+            self._transition = None
         if self._loading_until is not None and self.clock() >= self._loading_until:
-            target = self._loading_target
+            target, changing_from = self._loading_target, self._changing_from()  # from the loading screen
             self._loading_until = self._loading_target = None
-            self._arrive(target)
+            self._arrive(target, changing_from)
         for name in self._shown_popups():
             popup = self._popups[name]
             rest = popup.dismiss[self._dismiss_step.get(name, 0):]
@@ -278,7 +319,10 @@ class SimGame:
                     log.debug("popup %s timed out", name)
                     self._close(popup)
 
-    def _arrive(self, target: str) -> None:
+    def _arrive(self, target: str, changing_from: np.ndarray | None = None) -> None:
+        if changing_from is not None:
+            now = self.clock()
+            self._transition = (changing_from, now, now + self.scenario.transition_s)
         self.page = target
         self.crashed = False
         fate = self.faults.after_hop()
@@ -303,6 +347,7 @@ class SimGame:
         self._step_since.clear()
         self._popup_page.clear()
         self._loading_until = self._loading_target = None
+        self._transition = None
         self.unknown = False
 
     def _allowed_popups(self) -> list[str]:

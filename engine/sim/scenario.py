@@ -17,6 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 Probability = float
+PROFILE_DIR = Path(__file__).parent / "profiles"
+PROFILES = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+"""The named device latency profiles shipped with the simulator."""
+
+
+def load_profile(name: str) -> dict:
+    """The fields of a named latency profile (engine/sim/profiles/NAME.yaml)."""
+    import yaml
+
+    if name not in PROFILES:
+        raise ValueError(f"unknown latency profile {name!r}; known: {', '.join(PROFILES)}")
+    data = yaml.safe_load((PROFILE_DIR / f"{name}.yaml").read_text(encoding="utf-8")) or {}
+    data.pop("description", None)
+    return data
 
 
 class Scenario(BaseModel):
@@ -45,6 +59,10 @@ class Scenario(BaseModel):
         0.0, ge=0, le=1, description="Chance of an unknown screen after a hop; only the back key leaves it."
     )
     crash_p: Probability = Field(0.0, ge=0, le=1, description="Chance the game crashes to its login screen after a hop.")
+    event: str | None = Field(
+        None, description="The running event, as the page it opens: where several links of a page share the tapped "
+        "spot (one entry button, a page per event), the tap leads to this page; default: the first such link.",
+    )
     # ---- device faults
     adb_error_p: Probability = Field(0.0, ge=0, le=1, description="Chance a device request fails transiently.")
     adb_error: Literal["closed", "offline", "any"] = Field(
@@ -53,6 +71,23 @@ class Scenario(BaseModel):
     hang_seconds: float = Field(0.0, ge=0, le=600, description="How long a hung request stays silent.")
     hang_on_request: int | None = Field(None, ge=1, description="Hang on this device request (1-based).")
     hang_p: Probability = Field(0.0, ge=0, le=1, description="Chance any device request hangs.")
+    # ---- device latency and page transitions (issue 13): costs on the simulator's clock; `profile` fills in
+    # the ones the scenario does not give from engine/sim/profiles/NAME.yaml
+    profile: str | None = Field(None, description="A named latency profile: " + ", ".join(PROFILES) + ".")
+    screencap_raw_ms: float = Field(0.0, ge=0, le=10000, description="Cost of one raw `screencap`.")
+    screencap_png_ms: float = Field(0.0, ge=0, le=10000, description="Cost of one `screencap -p` (PNG).")
+    tap_ms: float = Field(0.0, ge=0, le=10000, description="Cost of one `input tap` before it takes effect.")
+    swipe_ms: float = Field(0.0, ge=0, le=10000, description="Overhead of one `input swipe` beside its duration.")
+    key_ms: float = Field(0.0, ge=0, le=10000, description="Cost of one `input keyevent`.")
+    transition_s: float = Field(0.0, ge=0, le=10, description="How long a page change takes to show in full.")
+    transition: Literal["fade", "slide"] = Field("fade", description="How a page change shows while it runs.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_profile(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("profile") is not None:
+            return {**load_profile(str(data["profile"])), **data}
+        return data
 
     @model_validator(mode="after")
     def _loading_range(self) -> Scenario:

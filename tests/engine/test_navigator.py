@@ -314,3 +314,52 @@ def test_faults_on_a_device_that_fails_its_probe_end_with_the_probes_verdict(ses
     faults = [e for e in tools.last_run.steps if e["kind"] == "device_fault"]
     assert len(faults) == MAX_DEVICE_FAULTS and result.data["health"]["status"] == "device_offline"
     assert s.sim.game.truth()["taps"] == 0  # it never acted on a screen it could not see
+
+
+# ---------------------------------------------------------------------------------------------- round trips (issue 13)
+
+
+def _virtual_session(session_factory, scenario: Scenario | None = None):
+    from engine.sim.process import SharedClock
+
+    clock = SharedClock()
+    return session_factory(scenario, clock=clock.now, sleep=clock.sleep), clock
+
+
+def test_a_goto_starts_from_the_last_verified_look_when_nothing_acted_since(session_factory):
+    s, _ = _virtual_session(session_factory)
+    assert s.tools.alas_goto("page_main").ok
+    frames = s.sim.game.truth()["frames"]
+    result = s.tools.alas_goto("page_commission")
+    assert result.ok and result.data["hops"] == 2
+    assert s.sim.game.truth()["frames"] - frames == 2  # one look per hop, none before the first
+    assert [e["kind"] for e in s.tools.last_run.steps].count("reuse") == 1
+    s.navigator.actuator.perform(s.tools.last_run, s.graph.page("page_commission").links[0].action)
+    frames = s.sim.game.truth()["frames"]
+    assert s.tools.alas_goto("page_commission").ok  # something acted since: the goto looks first
+    assert s.sim.game.truth()["frames"] > frames
+    assert s.sim.game.truth()["page"] == "page_commission"
+
+
+def test_a_slow_page_change_is_waited_out_without_tapping_again(session_factory):
+    # The hop's allowance is 3 s (the graph's loading setting): the slide outlasts it, frames changing throughout.
+    s, clock = _virtual_session(session_factory, Scenario(profile="emulator_adb", transition_s=5.0,
+                                                          transition="slide"))
+    assert s.tools.alas_goto("page_main").ok
+    taps = s.sim.game.truth()["taps"]
+    result = s.tools.alas_goto("page_reward")
+    assert result.ok, result.text
+    assert s.sim.game.truth()["taps"] - taps == 1 and s.sim.game.truth()["hops"] == 2
+    assert "changing" in [e["kind"] for e in s.tools.last_run.steps]
+    assert_claim_matches_truth(result, s.sim.game, "page_reward")
+
+
+def test_settling_ends_on_the_first_look_that_shows_the_effect():
+    from engine.stuck import Settling
+
+    watch = Settling("page_a")
+    assert not watch.see("page_a", False, False, changed=False)  # the tap has not shown yet
+    assert not watch.see(None, False, False, changed=True) and watch.changing  # a change drawing
+    assert not watch.see(None, False, True, changed=True)  # loading
+    assert watch.see("page_b", False, False, changed=True)
+    assert Settling("page_a").see("page_a", True, False, changed=False)  # a popup over the source is an effect
