@@ -111,25 +111,34 @@ def harsh(graph, loading_p: float = 0.2) -> Scenario:
 MIXES = {"chaos": chaos, "harsh": harsh}
 
 
-def unambiguous(graph):
-    """The graph without links whose button also leads elsewhere from the same page.
+def event_pages(graph) -> list[str]:
+    """The pages an event entry leads to: destinations of links that share their button with another link of
+    the same page (ALAS's event entry: one button, a different page per running event)."""
+    out = []
+    for page in graph.pages:
+        buttons = [getattr(link.action, "button", None) for link in page.links]
+        out += [link.to for link, b in zip(page.links, buttons) if b is not None and buttons.count(b) > 1]
+    return sorted(set(out))
 
-    ALAS's event entries (one button, a different page per running event) lead wherever the current event
-    is; the simulator always follows the first such link, so the others cannot be soak targets.
-    """
+
+def unambiguous(graph, event: str | None = None):
+    """The graph without links whose button also leads elsewhere from the same page, save one: the link to the
+    running `event` (the scenario's `event`, which the simulator follows) or, without one, the first."""
     pages = []
     for page in graph.pages:
         buttons = [getattr(link.action, "button", None) for link in page.links]
-        links = [link for link, b in zip(page.links, buttons) if b is None or buttons.count(b) == 1]
-        links += [link for link, b in zip(page.links, buttons) if b is not None and buttons.count(b) > 1
-                  and buttons.index(b) == page.links.index(link)]
-        pages.append(page.model_copy(update={"links": links}))
+        kept = []
+        for link, b in zip(page.links, buttons):
+            shared = [other for other, ob in zip(page.links, buttons) if b is not None and ob == b]
+            if len(shared) <= 1 or link is next((o for o in shared if o.to == event), shared[0]):
+                kept.append(link)
+        pages.append(page.model_copy(update={"links": kept}))
     return graph.model_copy(update={"pages": pages})
 
 
-def strongly_connected_targets(graph, hub: str) -> list[str]:
-    """Pages reachable from the hub and able to get back to it: any of them can follow any other."""
-    graph = unambiguous(graph)
+def strongly_connected_targets(graph, hub: str, event: str | None = None) -> list[str]:
+    """Pages reachable from the hub and able to get back to it while `event` runs: any can follow any other."""
+    graph = unambiguous(graph, event)
     out = []
     for page in graph.page_names:
         if page in (hub, graph.unknown_page):
@@ -164,18 +173,23 @@ def classify_all_ms(graph, assets) -> float:
 
 
 def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2, mix: str = "chaos") -> dict:
-    graph = load_graph().resolve("en")
+    full = load_graph().resolve("en")
+    # The running event, picked per run (SOAK_EVENT names one): its pages are soak targets, the other events'
+    # pages are not (their entry button leads to this event's page), and the navigator knows which it is.
+    event = os.environ.get("SOAK_EVENT") or random.Random(f"{seed}:{mix}:{loading_p}").choice(event_pages(full))
+    graph = unambiguous(full, event)
     assets = SyntheticAssets(graph)
     policies = load_policies()
     clock = SharedClock()
     bound = policies.get("goto").timeout
     rng = random.Random(seed)
-    targets = strongly_connected_targets(graph, "page_main")
+    targets = strongly_connected_targets(graph, "page_main", event)
     outcomes = []
     baseline_ms = classify_all_ms(graph, assets)
     # The simulator runs in its own process, as a phone would: in-process, its server threads compete for the
     # GIL and more than triple the CPU time this thread spends per observation.
-    with SimProcess.start(server="en", scenario=MIXES[mix](graph, loading_p), seed=seed, clock=clock) as sim:
+    scenario = MIXES[mix](graph, loading_p).model_copy(update={"event": event})
+    with SimProcess.start(server="en", scenario=scenario, seed=seed, clock=clock) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port,
                              sleep=clock.sleep)
         try:
@@ -220,6 +234,8 @@ def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2, mix: str = "chao
     return {
         "gotos": gotos,
         "mix": mix,
+        "event": event,
+        "targets": len(targets),
         "loading_p": loading_p,
         "success_rate": sum(o["ok"] for o in outcomes) / gotos,
         "false_successes": sum(o["false_success"] for o in outcomes),
@@ -245,7 +261,8 @@ def run_soak(gotos: int, seed: int = 7, loading_p: float = 0.2, mix: str = "chao
 
 def _report(stats: dict) -> None:
     print(
-        f"\nsoak ({stats['mix']}, loading after {stats['loading_p']:.0%} of hops): {stats['gotos']} gotos, success "
+        f"\nsoak ({stats['mix']}, loading after {stats['loading_p']:.0%} of hops, event {stats['event']}, "
+        f"{stats['targets']} targets): {stats['gotos']} gotos, success "
         f"{stats['success_rate']:.1%}, false successes {stats['false_successes']}, {stats['hops_per_goto']:.2f} "
         f"hops/goto, CPU/hop p50 {stats['cpu_ms_per_hop_p50']:.2f} ms (p90 {stats['cpu_ms_per_hop_p90']:.2f}; "
         f"without looks at loading screens {stats['decision_cpu_ms_per_hop_p50']:.2f}; with ADB client and frame "

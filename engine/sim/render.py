@@ -84,8 +84,7 @@ def identity_pattern(name: str, width: int, height: int) -> np.ndarray:
 
 def put_text_fit(img: np.ndarray, text: str, area: Area, color=(255, 255, 255), outline=(0, 0, 0)) -> None:
     """Draw `text` as large as fits inside `area` of `img`, centred, with an outline for contrast."""
-    x1, y1, x2, y2 = area
-    w, h = x2 - x1, y2 - y1
+    x1, y1, w, h = area[0], area[1], area[2] - area[0], area[3] - area[1]
     if not text or w < 4 or h < 4:
         return
     font = cv2.FONT_HERSHEY_SIMPLEX
@@ -103,8 +102,7 @@ def put_text_fit(img: np.ndarray, text: str, area: Area, color=(255, 255, 255), 
 
 def clip_area(area: Area, resolution: tuple[int, int]) -> Area:
     w, h = resolution
-    x1, y1, x2, y2 = area
-    return (max(0, min(x1, w)), max(0, min(y1, h)), max(0, min(x2, w)), max(0, min(y2, h)))
+    return (max(0, min(area[0], w)), max(0, min(area[1], h)), max(0, min(area[2], w)), max(0, min(area[3], h)))
 
 
 def strip_regex(pattern: str) -> str:
@@ -166,6 +164,19 @@ def _template_uses(graph: Graph) -> Iterable[tuple[str, Area, tuple | None, str 
         yield from from_sig(sig)
 
 
+def _check_areas(graph: Graph, buttons: dict) -> dict[Area, set[str]]:
+    """Each area at which some page's template signature matches -> the pages that match there."""
+    out: dict[Area, set[str]] = {}
+    for page in graph.pages:
+        for sig in map(first_alternative, page.signatures):
+            if not isinstance(sig, TemplateSignature):
+                continue
+            area = sig.area or (buttons[sig.button].area if sig.button in buttons else None)
+            if area is not None:
+                out.setdefault(tuple(area), set()).add(page.name)
+    return out
+
+
 class SyntheticAssets:
     """The simulator's own asset pack: one deterministic synthetic template per asset name in the graph.
 
@@ -181,9 +192,9 @@ class SyntheticAssets:
         for name, area, rgb, label in _template_uses(graph):
             if name in self._templates:
                 continue
-            x1, y1, x2, y2 = area
-            crop = identity_pattern("asset:" + name, x2 - x1, y2 - y1)
-            put_text_fit(crop, label or name.rsplit("/", 1)[-1], (0, 0, x2 - x1, y2 - y1))
+            w, h = area[2] - area[0], area[3] - area[1]
+            crop = identity_pattern("asset:" + name, w, h)
+            put_text_fit(crop, label or name.rsplit("/", 1)[-1], (0, 0, w, h))
             if rgb is not None:
                 # Shift the mean to the button's colour; repeat because clipping at 0/255 eats part of a shift.
                 target = np.array(rgb[::-1], np.float32)
@@ -214,6 +225,7 @@ class Renderer:
         self.width, self.height = graph.resolution
         self._buttons = {b.name: b for b in graph.buttons}
         self._page_cache: dict[str, np.ndarray] = {}
+        self._check_areas = _check_areas(self.graph, self._buttons)
         self.conflicts: dict[str, list[Conflict]] = {}
         """Screens whose colour signatures their own rendering cannot satisfy (engine.sim.compose.Conflict)."""
 
@@ -223,9 +235,9 @@ class Renderer:
         template = self.assets.get(asset)
         if template is None or not template.frames:
             log.debug("asset %s missing from the pack; drawing a synthetic stand-in", asset)
-            x1, y1, x2, y2 = area
-            crop = texture("asset:" + asset, x2 - x1, y2 - y1)
-            put_text_fit(crop, asset.rsplit("/", 1)[-1], (0, 0, x2 - x1, y2 - y1))
+            w, h = area[2] - area[0], area[3] - area[1]
+            crop = texture("asset:" + asset, w, h)
+            put_text_fit(crop, asset.rsplit("/", 1)[-1], (0, 0, w, h))
             return crop
         return template.frames[0]
 
@@ -234,10 +246,9 @@ class Renderer:
         else the declared area."""
         template = self.assets.get(asset)
         if template is not None and template.area is not None:
-            ax1, ay1, ax2, ay2 = template.area
-            x1, y1, x2, y2 = declared
-            if (ax2 - ax1, ay2 - ay1) == (x2 - x1, y2 - y1):
-                return tuple(template.area)
+            a, d = template.area, declared
+            if (a[2] - a[0], a[3] - a[1]) == (d[2] - d[0], d[3] - d[1]):
+                return tuple(a)
         return declared
 
     def draw_signature(self, frame: np.ndarray, sig: Signature, fills: list[Fill] = ()) -> Area | None:
@@ -273,8 +284,7 @@ class Renderer:
         if button.asset:
             area = tuple(button.area)
             return paste(frame, self._template_crop(button.asset, area), self._template_area(button.asset, area))
-        area = clip_area(tuple(button.click_area), (self.width, self.height))
-        x1, y1, x2, y2 = area
+        x1, y1, x2, y2 = area = clip_area(tuple(button.click_area), (self.width, self.height))
         if x2 <= x1 or y2 <= y1:
             return None
         if button.color is not None:
@@ -287,8 +297,8 @@ class Renderer:
 
     def _draw_point(self, frame: np.ndarray, point: tuple[int, int]) -> Area | None:
         x, y = point
-        area = clip_area((x - POINT_BOX, y - POINT_BOX, x + POINT_BOX, y + POINT_BOX), (self.width, self.height))
-        x1, y1, x2, y2 = area
+        x1, y1, x2, y2 = area = clip_area((x - POINT_BOX, y - POINT_BOX, x + POINT_BOX, y + POINT_BOX),
+                                          (self.width, self.height))
         if x2 <= x1 or y2 <= y1:
             return None
         frame[y1:y2, x1:x2] = texture("point", x2 - x1, y2 - y1)
@@ -298,9 +308,7 @@ class Renderer:
     def _draw_actions(self, frame: np.ndarray, actions, skip: set[str] = frozenset()) -> list[Area]:
         """Draw what tap actions tap (not the buttons in `skip`, which colour fills stand for)."""
         boxes = []
-        for action in actions:
-            if not isinstance(action, TapAction):
-                continue
+        for action in (a for a in actions if isinstance(a, TapAction)):
             if action.button is not None and action.button in self._buttons and action.button not in skip:
                 boxes.append(self._draw_button(frame, self._buttons[action.button]))
             elif action.point is not None:
@@ -374,10 +382,19 @@ class Renderer:
             return cached
         page: Page = self.graph.page(name)
         actions = [link.action for link in page.links] + [TapAction(type="tap", button=c.button) for c in page.controls]
+        actions = [a for a in actions if not self.borrows_check(name, a)]
         frame = self.compose(self.background(name), name, page.signatures, actions, page.fields, page)
         frame.setflags(write=False)
         self._page_cache[name] = frame
         return frame
+
+    def borrows_check(self, page: str, action) -> bool:
+        """Whether a tap target of `page` is matched at another page's check area (and at none of `page`'s): a place
+        to tap that borrows that check's crop (page_channel closes where CAMPAIGN_MENU_CHECK would be), not what the
+        game shows there. Painting it would make `page` look like the other page; taps in its click area still work."""
+        button = self._buttons.get(getattr(action, "button", None) or "")
+        owners = self._check_areas.get(tuple(button.area), ()) if button is not None and button.asset else ()
+        return bool(owners) and page not in owners
 
     def with_popups(self, frame: np.ndarray, popups: Iterable[Popup]) -> np.ndarray:
         """`frame` under each popup in turn (darkened under a blocking one; a non-blocking popup, a toast, leaves
@@ -388,38 +405,32 @@ class Renderer:
                 out = cv2.convertScaleAbs(out, alpha=0.4)
             panel = self._popup_panel(popup)
             if panel is not None:
-                x1, y1, x2, y2 = panel
-                out[y1:y2, x1:x2] = texture("popup:" + popup.name, x2 - x1, y2 - y1)
+                out[panel[1]:panel[3], panel[0]:panel[2]] = texture("popup:" + popup.name, panel[2] - panel[0],
+                                                                     panel[3] - panel[1])
             self.compose(out, popup.name, popup.signatures, popup.dismiss)
         return out
 
     def _popup_panel(self, popup: Popup) -> Area | None:
         """The popup's window: the box around its signatures and dismiss buttons, with a margin."""
-        boxes = []
-        for sig in popup.signatures:
-            area = getattr(sig, "area", None)
-            if area is None and getattr(sig, "button", None) in self._buttons:
-                area = self._buttons[sig.button].area
-            if area is not None:
-                boxes.append(tuple(area))
-        for action in popup.dismiss:
-            if isinstance(action, TapAction) and action.button in self._buttons:
-                boxes.append(tuple(self._buttons[action.button].click_area))
+        areas = [getattr(s, "area", None) or getattr(self._buttons.get(getattr(s, "button", None) or ""), "area", None)
+                 for s in popup.signatures]
+        areas += [self._buttons[a.button].click_area for a in popup.dismiss
+                  if isinstance(a, TapAction) and a.button in self._buttons]
+        boxes = [tuple(a) for a in areas if a is not None]
         if not boxes:
             return None
-        margin = 24
-        box = (min(b[0] for b in boxes) - margin, min(b[1] for b in boxes) - margin,
-               max(b[2] for b in boxes) + margin, max(b[3] for b in boxes) + margin)
-        x1, y1, x2, y2 = clip_area(box, (self.width, self.height))
-        return (x1, y1, x2, y2) if x2 > x1 and y2 > y1 else None
+        m = 24  # margin
+        box = (min(b[0] for b in boxes) - m, min(b[1] for b in boxes) - m, max(b[2] for b in boxes) + m,
+               max(b[3] for b in boxes) + m)
+        box = clip_area(box, (self.width, self.height))
+        return box if box[2] > box[0] and box[3] > box[1] else None
 
     def loading(self) -> np.ndarray:
         if self.graph.loading_signatures:
             frame = texture("page:" + LOADING_NAME, self.width, self.height) // 2
             return self.compose(frame, LOADING_NAME, self.graph.loading_signatures)
-        frame = np.zeros((self.height, self.width, 3), np.uint8)
-        frame[:] = (60, 30, 20)
-        w, h = self.width, self.height
+        frame = np.full((self.height, self.width, 3), (60, 30, 20), np.uint8)
+        w, h = self.width, self.height  # a progress bar and a caption
         cv2.rectangle(frame, (w // 4, h * 3 // 4), (w * 3 // 4, h * 3 // 4 + 16), (200, 200, 200), 2)
         cv2.rectangle(frame, (w // 4 + 4, h * 3 // 4 + 4), (w // 2, h * 3 // 4 + 12), (80, 200, 255), -1)
         put_text_fit(frame, "NOW LOADING", (w // 4, h // 3, w * 3 // 4, h // 2))

