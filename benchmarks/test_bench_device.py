@@ -2,11 +2,13 @@
 the health probe against a healthy, a black-screen and a dead device.
 
 Targets: raw screenshot p50 <= 15 ms on loopback and >= 3x faster than PNG (both measured in this run);
-health under 2 s in every case.
+health under 2 s in every case; a tap through a touch agent (minitouch, maatouch) >= 10x faster than `input tap`
+under the emulator latency profile.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -118,3 +120,49 @@ def test_health(benchmark, case):
     stats = getattr(benchmark, "stats", None)
     if stats is not None:
         assert stats.stats.max < 2.0
+
+
+# ------------------------------------------------------------------ tap round trip per touch method (issue 13)
+
+TOUCH_ROUNDS = int(os.environ.get("BENCH_TOUCH_ROUNDS", "5"))
+"""Rounds per method and profile; CI's short form is 5 (set BENCH_TOUCH_ROUNDS=50 for the README's numbers)."""
+TOUCH_MEDIANS: dict[tuple[str, str], float] = {}
+TOUCH_PROFILES = os.environ.get("BENCH_TOUCH_PROFILES", "none,emulator_adb").split(",")
+"""Latency profiles (engine/sim/profiles) to measure under; the full run adds usb_phone,fast_capture_emulator."""
+
+
+@pytest.mark.parametrize("profile", TOUCH_PROFILES)
+@pytest.mark.parametrize("method", ["adb", "minitouch", "maatouch"])
+def test_tap_round_trip_per_method(benchmark, method, profile):
+    """One tap through `input tap`, minitouch (a write on the forwarded socket) or maatouch (a write and its sync
+    echo), on the simulator without latencies and with the emulator-over-adb profile (input tap ~250 ms)."""
+    pytest.importorskip("MaaAgentBinary")
+    fake = _serve(None if profile == "none" else Scenario(profile=profile))
+    try:
+        device = AdbDevice("sim-0", host="127.0.0.1", port=fake.port, control=method)
+        assert device.choose_control() == method, device.control_note
+        device.tap(10, 10)  # warm
+        benchmark.pedantic(device.tap, args=(10, 10), rounds=TOUCH_ROUNDS, iterations=1, warmup_rounds=1)
+        device.close()
+    finally:
+        fake.stop()
+    median = _median(benchmark)
+    if median is not None:
+        TOUCH_MEDIANS[(profile, method)] = median
+        assert median < 0.9  # the tap policy's bound
+
+
+def test_touch_agents_beat_input_tap():
+    """Ratios within this run: an agent tap at most as slow as `input tap` on loopback (x1.5 slack), and at least
+    10x faster where `input tap` costs what an emulator's does."""
+    if len(TOUCH_MEDIANS) < 3 * len(TOUCH_PROFILES):
+        pytest.skip("every tap round trip benchmark must run (not --benchmark-disable) in this session")
+    lines = []
+    for profile in TOUCH_PROFILES:
+        adb_tap = TOUCH_MEDIANS[(profile, "adb")]
+        for agent in ("minitouch", "maatouch"):
+            ratio = adb_tap / TOUCH_MEDIANS[(profile, agent)]
+            lines.append(f"{profile}: {agent} {TOUCH_MEDIANS[(profile, agent)] * 1000:.2f} ms vs adb "
+                         f"{adb_tap * 1000:.2f} ms ({ratio:.1f}x)")
+            assert ratio >= (10 if profile != "none" else 1 / 1.5), lines[-1]
+    print("\n".join(lines))

@@ -69,6 +69,10 @@ def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = Tr
     group.add_argument("--assets", default=os.environ.get("ENGINE_ASSETS"),
                        help="asset pack folder (ALAS layout or ours); the simulator draws its own without one")
     group.add_argument("--policies", help="policy file whose policies replace the shipped ones of the same name")
+    group.add_argument("--control", choices=("adb", "maatouch", "minitouch", "auto"),
+                       default=os.environ.get("ENGINE_CONTROL"),
+                       help="what taps go through: adb input, a touch agent, or auto (the fastest that starts; "
+                            "health says which); default: $ENGINE_CONTROL, else the tap policy's control")
     group.add_argument("--scenario", default=os.environ.get("ENGINE_SCENARIO"),
                        help="simulator fault scenario YAML (embedded simulator only; default: $ENGINE_SCENARIO)")
     group.add_argument("--seed", type=int, default=None, help="simulator seed")
@@ -88,7 +92,7 @@ def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]
     session = open_session(
         args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
         seed=args.seed, transcript_dir=args.transcript, policies_file=args.policies, adb_host=args.adb_host,
-        adb_port=args.adb_port,
+        adb_port=args.adb_port, control=getattr(args, "control", None),
     )
     session.tools.on_event = on_event
     return session.tools, session.close

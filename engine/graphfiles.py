@@ -25,6 +25,7 @@ GRAPH_WIDE_FIELDS = (
     "fallback_server",
     "unknown_page",
     "start_page",
+    "app",
     "defaults",
     "loading_signatures",
 )

@@ -96,6 +96,9 @@ class Policy(_Model):
     retry_on: tuple[str, ...] = Field(default=(), description="engine.errors class names worth another try.")
     reconnect: bool = Field(False, description="Reconnect to the device before the next try.")
     repeat: RepeatLimits | None = Field(None, description="Anti-repeat limits (the agent loop's).")
+    control: Literal["adb", "maatouch", "minitouch", "auto"] | None = Field(
+        None, description="The tap policy only: what touches go through (input tap, a touch agent, or the fastest "
+                          "that starts); --control overrides it.")
 
     @field_validator("retry_on")
     @classmethod

@@ -286,6 +286,13 @@ class Popup(Model):
     pages: list[Name] | None = Field(None, description="Only on these pages; everywhere when absent.")
 
 
+class App(Model):
+    """The game's Android app: what `am start -n PACKAGE/ACTIVITY` launches and `dumpsys window` reports."""
+
+    package: PerServer[str] = Field(description="Android package name, e.g. com.example.game.")
+    activity: PerServer[str] = Field(description="Launcher activity, fully qualified (com.example.MainActivity).")
+
+
 class GraphFile(Model):
     """One YAML file of a graph folder. Files are merged; graph-wide fields may be set once."""
 
@@ -295,6 +302,7 @@ class GraphFile(Model):
     fallback_server: Name | None = None
     unknown_page: Name | None = None
     start_page: Name | None = Field(None, description="Page a fresh game session starts on (a login screen).")
+    app: App | None = Field(None, description="The game's Android package and activity, per server.")
     defaults: Defaults | None = None
     loading_signatures: list[Signature] | None = Field(
         None, description="Signatures of the game's loading screen (all must hit); none means no such screen."
@@ -313,6 +321,7 @@ class Graph(Model):
     fallback_server: Name
     unknown_page: Name = "page_unknown"
     start_page: Name | None = None
+    app: App | None = None
     defaults: Defaults = Defaults()
     loading_signatures: list[Signature] = Field(default_factory=list)
     buttons: list[Button] = Field(default_factory=list)

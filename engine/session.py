@@ -90,6 +90,7 @@ def open_session(
     clock: Callable[[], float] | None = None,
     sleep: Callable[[float], None] | None = None,
     skills: str | Path | None = None,
+    control: str | None = None,
 ) -> Session:
     """Open everything a navigation needs.
 
@@ -105,6 +106,7 @@ def open_session(
         clock, sleep: injectable for tests (the simulator and every run keep time with them).
         skills: the skills file to merge into the task book (default: the game's file under the agent's home,
             engine.agent.skills.skills_file, when it exists).
+        control: what taps go through (adb, maatouch, minitouch, auto); default: the tap policy's control.
 
     Raises:
         ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named
@@ -116,7 +118,7 @@ def open_session(
     session = Session(device=None, graph=graph, policies=policies)  # type: ignore[arg-type] - set just below
     session.skills_path = Path(skills) if skills is not None else _default_skills(graph)
     try:
-        _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port)
+        _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port, control)
         if transcript_dir is not None:
             _open_transcript(session, Path(transcript_dir))
         if session.assets is not None:
@@ -135,7 +137,7 @@ def open_session(
 
 
 def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any, seed: int | None,
-                 clock: Any, adb_host: str | None, adb_port: int | None) -> None:
+                 clock: Any, adb_host: str | None, adb_port: int | None, control: str | None = None) -> None:
     from engine.device import open_device
 
     graph, policies = session.graph, session.policies
@@ -149,10 +151,11 @@ def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any,
         session._closers.append(sim.stop)
         session.sim = sim
         session.device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host,
-                                     adb_port=sim.port)
+                                     adb_port=sim.port, control=control)
         session.assets = pack if pack is not None else sim.assets
     else:
-        session.device = open_device(serial, graph=graph, policies=policies, adb_host=adb_host, adb_port=adb_port)
+        session.device = open_device(serial, graph=graph, policies=policies, adb_host=adb_host, adb_port=adb_port,
+                                     control=control)
         session.assets = pack
     session._closers.append(session.device.close)
 

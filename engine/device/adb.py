@@ -4,6 +4,11 @@ Screenshots use raw ``screencap`` (header + RGBA pixels) and fall back to ``scre
 sends something raw decoding cannot read; the choice is remembered for the device's lifetime. Frames of another
 size of the graph's shape (1920x1080 for a 1280x720 graph) are scaled to the graph's resolution, and taps are
 scaled back to the device's pixels.
+
+Taps and swipes go through ``input`` or, when the control setting (``control=``, else the tap policy's ``control``)
+allows, through a touch agent (engine.device.touch): ``auto`` starts the fastest that works (open_device does it as
+the device opens, else the first touch) and health says which it took; an agent that breaks is dropped and
+``input`` takes over.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from engine.device.base import keycode
 from engine.device.client import BoundedClient
 from engine.device.faults import classify
 from engine.device.health import Health
+from engine.device.touch import CONTROLS, TouchAgent, choose
 from engine.errors import (
     AdbServerDown,
     BadFrame,
@@ -61,6 +67,7 @@ class AdbDevice:
         policies: retry and time bounds per tool (default: the shipped policies).
         sleep: replaces time.sleep between retries (tests).
         connect: run ``adb connect`` for a host:port serial the server does not list yet.
+        control: ``adb`` (input tap), ``maatouch``, ``minitouch`` or ``auto``; default: the tap policy's control.
     """
 
     def __init__(
@@ -73,6 +80,7 @@ class AdbDevice:
         policies: Policies | None = None,
         sleep: Callable[[float], None] | None = None,
         connect: bool = True,
+        control: str | None = None,
     ) -> None:
         self._serial = serial
         self._resolution = (int(resolution[0]), int(resolution[1]))
@@ -90,6 +98,13 @@ class AdbDevice:
         self._on_close: list[Callable[[], None]] = []
         self.sim = None
         """The embedded simulator behind this device, when open_device started one."""
+        self.control_wanted = control or getattr(self.policies.get("tap"), "control", None) or "adb"
+        if self.control_wanted not in CONTROLS:
+            raise ValueError(f"unknown control {self.control_wanted!r}; known: {', '.join(CONTROLS)}")
+        self.control: str | None = None
+        """What touches go through (adb, maatouch, minitouch) once chosen; None before the first touch."""
+        self.control_note: str | None = None
+        self._agent: TouchAgent | None = None
 
     # ---- Device protocol
 
@@ -113,12 +128,63 @@ class AdbDevice:
 
     def tap(self, x: int, y: int) -> None:
         dx, dy = self._to_device(x, y)
-        self._run("tap", lambda: self._shell(f"input tap {dx} {dy}", doing=f"tap {x},{y}"))
+        self._touch("tap", lambda agent: agent.tap(dx, dy),
+                    lambda: self._shell(f"input tap {dx} {dy}", doing=f"tap {x},{y}"))
 
     def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None:
         a, b = self._to_device(x1, y1), self._to_device(x2, y2)
         command = f"input swipe {a[0]} {a[1]} {b[0]} {b[1]} {int(duration_ms)}"
-        self._run("swipe", lambda: self._shell(command, doing=f"swipe {x1},{y1}->{x2},{y2}"))
+        self._touch("swipe", lambda agent: agent.swipe(*a, *b, int(duration_ms)),
+                    lambda: self._shell(command, doing=f"swipe {x1},{y1}->{x2},{y2}"))
+
+    def choose_control(self) -> str:
+        """Start the touch agent the control setting asks for, once; returns what touches go through."""
+        if self.control is None and not self._closed:
+            if self.control_wanted == "adb":
+                self.control, self.control_note = "adb", "adb: input tap (asked for)"
+                return self.control
+            screen = self.frame_size or self._device_screen()
+            self._agent, self.control_note = choose(self, self.control_wanted, screen)
+            self.control = self._agent.kind if self._agent else "adb"
+            if self._agent is not None:
+                self._agent.set_timeout(self.policies.get("tap").timeout)  # a hung agent ends inside the tap bound
+            log.info("touch on %s: %s", self._serial, self.control_note)
+        return self.control or "adb"
+
+    def _device_screen(self) -> tuple[int, int]:
+        try:
+            with self._client.bounded(self.policies.get("health").timeout):
+                text = self._adb.shell("wm size")
+            size = text.strip().splitlines()[-1].split(":")[-1].strip()
+            width, height = (int(v) for v in size.split("x"))
+            return width, height
+        except Exception:
+            return self._resolution
+
+    def _touch(self, tool: str, by_agent: Callable[[TouchAgent], None], by_input: Callable[[], object]) -> None:
+        if self.choose_control() != "adb" and self._agent is not None:
+            agent = self._agent
+
+            def once() -> None:
+                try:
+                    by_agent(agent)
+                except OSError as exc:
+                    self._drop_agent(f"{agent.kind} broke ({exc}); using adb input from now on")
+                    raise ConnectionLost(f"{tool} through {agent.kind}: {exc}", serial=self._serial) from exc
+
+            try:
+                self._run(tool, once)
+                return
+            except ConnectionLost:
+                pass  # the agent is gone: this touch goes through input, like every later one
+        self._run(tool, by_input)
+
+    def _drop_agent(self, why: str) -> None:
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            agent.close()
+        self.control, self.control_note = "adb", why
+        log.info("touch on %s: %s", self._serial, why)
 
     def key(self, name_or_code: str | int) -> None:
         code = keycode(name_or_code)
@@ -137,6 +203,8 @@ class AdbDevice:
                 error=str(error) if error else None,
                 latency_ms=(time.monotonic() - start) * 1000,
                 screenshot_method=self.screenshot_method,
+                control=self.control,
+                control_note=self.control_note,
                 **{**found, **more},
             )
 
@@ -157,6 +225,11 @@ class AdbDevice:
             except Exception as exc:
                 err = classify(exc, self._serial, doing="health screenshot")
                 return done(_HEALTH_STATUS.get(type(err), "device_offline"), err)
+        if self.control is None:  # starting an agent takes seconds on a phone: open_device or the first touch does
+            if self.control_wanted == "adb":
+                self.choose_control()
+            else:
+                self.control_note = f"{self.control_wanted}: chosen at the first touch"
         problem = frames.frame_problem(frame)
         if problem:
             return done("black_screen", f"the screen is {problem}", black_frame=True, frame_size=self.frame_size)
@@ -198,6 +271,9 @@ class AdbDevice:
         if self._closed:
             return
         self._closed = True
+        if self._agent is not None:
+            self._agent.close()
+            self._agent = None
         for callback in reversed(self._on_close):
             callback()
 

@@ -35,6 +35,10 @@ class Health:
     frame_size: tuple[int, int] | None = None
     """(width, height) of the device's own frames, before scaling to the graph's resolution."""
     screenshot_method: str | None = None
+    control: str | None = None
+    """What taps go through: adb (input tap), maatouch or minitouch; None before it was chosen."""
+    control_note: str | None = None
+    """Why: what `auto` tried and how long the chosen agent took to start, or why an agent was dropped."""
 
     @property
     def ok(self) -> bool:

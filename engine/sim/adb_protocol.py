@@ -18,7 +18,8 @@ import numpy as np
 
 from engine.sim.game import SimGame
 from engine.sim.scenario import Faults
-from engine.sim.shell import run_shell
+from engine.sim.shell import device_frame, run_shell
+from engine.sim.touch import agent_for, connect_local
 
 if TYPE_CHECKING:
     from engine.sim.adb_server import FakeAdbServer
@@ -60,6 +61,15 @@ class SimDevice:
         self.faults: Faults = game.faults
         self.lock = threading.Lock()
         self.connected_once = False
+        self.stopped = False
+        """The game's app was force-stopped (am force-stop): black launcher frames until am start / monkey."""
+        self.files: dict[str, bytes] = {}
+        """Files pushed over the sync service, by absolute path."""
+        self.mtimes: dict[str, int] = {}
+        self.reverses: dict[str, str] = {}
+        """adb reverse table: device-side remote -> host-side local."""
+        self.sockets: dict[str, object] = {}
+        """Local (abstract) sockets a running agent listens on, name -> engine.sim.touch agent."""
 
     def next_fault(self) -> str:
         with self.lock:
@@ -195,6 +205,8 @@ class Conversation:
             if self.select(serial):
                 self.okay(struct.pack("<Q", self.device.transport_id))
                 return True
+        elif request.startswith(("host:forward:", "host:killforward", "host:list-forward")):
+            self._forward(None, request.removeprefix("host:"))
         elif request.startswith(("host-serial:", "host-transport-id:", "host-usb:", "host-local:")):
             self._device_query(request)
         else:
@@ -226,6 +238,8 @@ class Conversation:
     def _device_query(self, request: str) -> None:
         # host-serial:<serial>:<query>; the serial itself may contain ':' (127.0.0.1:5555).
         kind, rest = request.split(":", 1)
+        if self._forward_query(kind, rest):
+            return
         serial, _, query = rest.rpartition(":")
         if kind == "host-transport-id":
             serial = "id:" + serial
@@ -256,6 +270,49 @@ class Conversation:
         else:
             self.fail(f"unknown device query '{query}'")
 
+    def _forward_query(self, kind: str, rest: str) -> bool:
+        """host-serial:S:forward:..., killforward..., list-forward (the spec itself has ':'). True if answered."""
+        for verb in ("forward:", "killforward", "list-forward"):
+            if rest.startswith(verb) and kind in ("host-usb", "host-local"):
+                self._forward(None, rest)
+                return True
+            at = rest.find(":" + verb)
+            if at >= 0 and kind in ("host-serial", "host-transport-id"):
+                target = rest[:at] if kind == "host-serial" else "id:" + rest[:at]
+                self._forward(target, rest[at + 1:])
+                return True
+        return False
+
+    def _forward(self, serial: str | None, query: str) -> None:
+        """forward:[norebind:]LOCAL;REMOTE, killforward:LOCAL, killforward-all, list-forward (adb's two OKAYs)."""
+        server = self.server
+        if query == "list-forward":
+            lines = "".join(f"{s} {local} {remote}\n" for local, (s, remote) in server.forwards().items())
+            self.okay(block(lines))
+            return
+        if query == "killforward-all":
+            server.remove_forward(None)
+            self.okay(b"OKAY")
+            return
+        if query.startswith("killforward:"):
+            if server.remove_forward(query.removeprefix("killforward:")):
+                self.okay(b"OKAY")
+            else:
+                self.fail(f"listener '{query.removeprefix('killforward:')}' not found")
+            return
+        spec = query.removeprefix("forward:").removeprefix("norebind:")
+        local, _, remote = spec.partition(";")
+        device = self.find(serial)
+        if device is None or not local.startswith("tcp:") or not remote:
+            self.fail(f"cannot bind listener: bad forward '{spec}'" if device else f"device '{serial}' not found")
+            return
+        try:
+            port = server.add_forward(device.serial, local, remote)
+        except OSError as exc:
+            self.fail(f"cannot bind listener: {exc}")
+            return
+        self.okay(b"OKAY" + (block(str(port)) if local == "tcp:0" else b""))
+
     # ---- device services
 
     def service(self, request: str) -> None:
@@ -264,8 +321,28 @@ class Conversation:
             self.okay()  # the service starts, then nothing ever comes out of it
             self.hang_if_told()
         m = re.match(r"^(shell|exec)(,[^:]*)?:(.*)$", request, re.S)
-        if request == "framebuffer:":
-            payload = framebuffer(device.game.frame())
+        # Agents speak raw bytes: only on a v1 shell (adbutils, ALAS), not inside shell v2's packets.
+        agent = agent_for(device, m.group(3)) if m and "v2" not in (m.group(2) or "") else None
+        if agent is not None:
+            self.okay()
+            agent(self.sock, self.server._stopping)
+            self.finish()
+        elif request == "sync:":
+            from engine.sim.adb_server import sync_service  # the server module owns the file services
+
+            self.okay()
+            sync_service(self, device)
+        elif request.startswith("localabstract:"):
+            self.okay()
+            if not connect_local(device, request.removeprefix("localabstract:"), self.sock, self.server._stopping):
+                raise Closed()  # nothing listens there: the device closes the stream at once
+            self.finish()
+        elif request.startswith(("host:forward:", "host:killforward", "host:list-forward")):
+            self._forward(device.serial, request.removeprefix("host:"))  # Debian's adb: host:tport, then this
+        elif request.startswith("reverse:"):
+            self._reverse(request.removeprefix("reverse:"))
+        elif request == "framebuffer:":
+            payload = framebuffer(device_frame(device))
             self._answer(payload)
         elif m:
             name, options, command = m.group(1), (m.group(2) or "").split(","), m.group(3)
@@ -283,6 +360,27 @@ class Conversation:
         else:
             self.fail(f"unsupported service '{request.split(':', 1)[0]}'")
             self.finish()
+
+    def _reverse(self, query: str) -> None:
+        """reverse:forward:REMOTE;LOCAL, reverse:list-forward, reverse:killforward[-all]: bookkeeping only."""
+        table = self.device.reverses
+        if query == "list-forward":
+            self.okay(block("".join(f"UsbFfs {r} {loc}\n" for r, loc in table.items())))
+        elif query == "killforward-all":
+            table.clear()
+            self.okay(b"OKAY")
+        elif query.startswith("killforward:"):
+            if table.pop(query.removeprefix("killforward:"), None) is None:
+                self.fail(f"listener '{query.removeprefix('killforward:')}' not found")
+            else:
+                self.okay(b"OKAY")
+        elif query.startswith("forward:"):
+            remote, _, local = query.removeprefix("forward:").removeprefix("norebind:").partition(";")
+            table[remote] = local
+            self.okay(b"OKAY" + (block("0") if remote == "tcp:0" else b""))
+        else:
+            self.fail(f"unknown reverse request '{query}'")
+        self.finish()
 
     def _answer(self, payload: bytes) -> None:
         self.okay()

@@ -3,9 +3,10 @@
 This module owns the listening socket and the threads; each client connection is an
 ``adb_protocol.Conversation``, which speaks the ADB host protocol well enough that adbutils and Debian's ``adb``
 client drive it unchanged: device listing, transport selection (``host:transport:``, ``host:tport:``),
-``host-serial:`` queries, and on a transport ``shell:``, ``shell,v2:``, ``exec:`` and ``framebuffer:``. The commands
-a shell service runs are answered by ``engine.sim.shell`` (screencap, input, wm size, dumpsys display, getprop, echo,
-am start).
+``host-serial:`` queries, forward / list-forward / killforward (a loopback listener per forward), and on a transport
+``shell:``, ``shell,v2:``, ``exec:``, ``framebuffer:``, ``sync:`` (push, stat, pull, list), ``reverse:`` and
+``localabstract:``. The commands a shell service runs are answered by ``engine.sim.shell`` (screencap, input, wm,
+dumpsys, getprop, pm, am, monkey, ...); the touch agents it starts (maatouch, minitouch) by ``engine.sim.touch``.
 
 The scenario's device faults happen in the conversation: a request may be answered ``FAIL device offline``, dropped
 mid-answer, or left hanging (silent for a bounded number of seconds, then closed).
@@ -16,7 +17,9 @@ from __future__ import annotations
 import logging
 import socket
 import socketserver
+import struct
 import threading
+import time
 
 from engine.sim.adb_protocol import (  # noqa: F401 - the protocol constants are re-exported
     ADB_VERSION,
@@ -27,6 +30,7 @@ from engine.sim.adb_protocol import (  # noqa: F401 - the protocol constants are
     SimDevice,
 )
 from engine.sim.game import SimGame
+from engine.sim.touch import connect_local
 from engine.sim.shell import run_shell, screencap_png, screencap_raw  # noqa: F401 - re-exported for callers
 
 log = logging.getLogger(__name__)
@@ -56,6 +60,8 @@ class FakeAdbServer:
         self._stopping = threading.Event()
         self._sockets: set[socket.socket] = set()
         self._sockets_lock = threading.Lock()
+        self._forwards: dict[str, tuple[str, str, socket.socket]] = {}
+        self._forwards_lock = threading.Lock()
         self.requests: list[str] = []
         """Every request text received, in order (for tests and debugging)."""
 
@@ -107,6 +113,7 @@ class FakeAdbServer:
             return
         self._requested_port = server.server_address[1]
         self._stopping.set()
+        self.remove_forward(None)
         server.shutdown()
         server.server_close()
         with self._sockets_lock:
@@ -124,6 +131,53 @@ class FakeAdbServer:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    # ------------------------------------------------------------------ adb forward
+
+    def add_forward(self, serial: str, local: str, remote: str) -> int:
+        """Listen on loopback `local` (tcp:PORT, tcp:0 picks one); each connection reaches `remote` on `serial`."""
+        self.remove_forward(local)
+        listener = socket.create_server((self.host, int(local.removeprefix("tcp:"))))
+        port = listener.getsockname()[1]
+        with self._forwards_lock:
+            self._forwards[f"tcp:{port}"] = (serial, remote, listener)
+        threading.Thread(target=self._accept_forwarded, args=(listener, serial, remote), daemon=True,
+                         name=f"fake-adb-forward:{port}").start()
+        return port
+
+    def forwards(self) -> dict[str, tuple[str, str]]:
+        with self._forwards_lock:
+            return {local: (serial, remote) for local, (serial, remote, _) in self._forwards.items()}
+
+    def remove_forward(self, local: str | None) -> bool:
+        """Close the forward on `local` (every forward when None); False when there was none."""
+        with self._forwards_lock:
+            names = list(self._forwards) if local is None else [local] if local in self._forwards else []
+            listeners = [self._forwards.pop(name)[2] for name in names]
+        for listener in listeners:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        return bool(listeners)
+
+    def _accept_forwarded(self, listener: socket.socket, serial: str, remote: str) -> None:
+        while not self._stopping.is_set():
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve_forwarded, args=(sock, serial, remote), daemon=True).start()
+
+    def _serve_forwarded(self, sock: socket.socket, serial: str, remote: str) -> None:
+        device = self.devices.get(serial)
+        with sock:
+            if device is not None and remote.startswith("localabstract:"):
+                try:
+                    connect_local(device, remote.removeprefix("localabstract:"), sock, self._stopping)
+                except OSError as exc:
+                    log.debug("forwarded connection ended: %s", exc)
+
     # ------------------------------------------------------------------ connection plumbing
 
     def _handle(self, sock: socket.socket) -> None:
@@ -139,3 +193,64 @@ class FakeAdbServer:
         finally:
             with self._sockets_lock:
                 self._sockets.discard(sock)
+
+
+# ---------------------------------------------------------------------- the sync service (adb push / pull / stat)
+
+
+def sync_service(conv: Conversation, device: SimDevice) -> None:
+    """Requests of 4-byte id + little-endian length until QUIT: STAT/STA2/LST2, LIST, SEND (push) and RECV (pull)."""
+    while True:
+        head = conv._recv_exact(8)
+        rid, size = head[:4], struct.unpack("<I", head[4:])[0]
+        if rid == b"QUIT":
+            return
+        arg = conv._recv_exact(size).decode("utf-8", errors="replace")
+        if rid in (b"STAT", b"STA2", b"LST2"):
+            conv.send(_stat(device, arg, v2=rid != b"STAT", rid=rid))
+        elif rid in (b"LIST", b"LIS2"):
+            conv.send(b"DONE" + bytes(16 if rid == b"LIST" else 68))
+        elif rid == b"SEND":
+            _receive_file(conv, device, arg)
+        elif rid == b"RECV":
+            data = device.files.get(arg)
+            if data is None:
+                conv.send(b"FAIL" + struct.pack("<I", 25) + b"No such file or directory")
+                continue
+            for at in range(0, len(data), 64 * 1024):
+                chunk = data[at:at + 64 * 1024]
+                conv.send(b"DATA" + struct.pack("<I", len(chunk)) + chunk)
+            conv.send(b"DONE" + struct.pack("<I", 0))
+        else:
+            conv.send(b"FAIL" + struct.pack("<I", 15) + b"unknown request")
+            return
+
+
+def _stat(device: SimDevice, path: str, *, v2: bool, rid: bytes) -> bytes:
+    data = device.files.get(path)
+    folder = path.rstrip("/") in ("", "/data", "/data/local", "/data/local/tmp", "/sdcard")
+    mode = 0o100755 if data is not None else 0o040771 if folder else 0
+    size = len(data) if data is not None else 4096 if folder else 0
+    mtime = device.mtimes.get(path, 0)
+    if not v2:
+        return b"STAT" + struct.pack("<III", mode, size, mtime)
+    error = 0 if mode else 2  # ENOENT
+    return rid + struct.pack("<IQQIIIIQqqq", error, 1, 1, mode, 1, 2000, 2000, size, mtime, mtime, mtime)
+
+
+def _receive_file(conv: Conversation, device: SimDevice, arg: str) -> None:
+    path = arg.rsplit(",", 1)[0]
+    data = bytearray()
+    while True:
+        head = conv._recv_exact(8)
+        rid, size = head[:4], struct.unpack("<I", head[4:])[0]
+        if rid == b"DATA":
+            data += conv._recv_exact(size)
+        elif rid == b"DONE":
+            device.files[path] = bytes(data)
+            device.mtimes[path] = size or int(time.time())
+            conv.send(b"OKAY" + bytes(4))
+            return
+        else:
+            conv.send(b"FAIL" + struct.pack("<I", 14) + b"bad send frame")
+            return
