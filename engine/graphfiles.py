@@ -33,7 +33,7 @@ REQUIRED_FIELDS = ("game", "resolution", "servers", "fallback_server")
 ITEM_MODELS: dict[str, type[BaseModel]] = {"buttons": Button, "pages": Page, "popups": Popup}
 SKIPPED_FILE_PREFIX = "tasks"
 """Files whose name starts with this are task lists, not graph files."""
-COMPANION_PREFIXES = (SKIPPED_FILE_PREFIX, "goals")
+COMPANION_PREFIXES = (SKIPPED_FILE_PREFIX, "goals", "sim_state")
 """Files beside the graph that are not graph files (tasks, goals); ``engine.loader`` checks them with their own
 loaders."""
 

@@ -4,19 +4,38 @@ It keeps time through the run's context (engine.context), acts through the actua
 navigates, looks and dismisses popups through the navigator's public calls; so a task shares the bounds, stuck
 detectors and transcript of the run that started it. Every loop here is bounded twice: by its own count or
 timeout, and by the run's deadline.
+
+Each step run is logged (``Outcome.extra["steps"]``: its path such as ``2/do/0``, its type, done, skipped or
+failed, why, and for for_each_match how many matches it tapped), the log kept even when the task fails.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import NavigationError
+from engine.errors import Interrupted, NavigationError
 from engine.results import Observation, Outcome
 from engine.schema import KeyAction, SwipeAction, TapAction
 from engine.tasks import (
-    Condition, DismissPopupsStep, GotoStep, KeyStep, ReadStep, RepeatStep, SwipeStep, Task, TaskBook, TapStep,
-    WaitForStep, describe_condition,
+    MAX_RUN_DEPTH,
+    Condition,
+    DismissPopupsStep,
+    ForEachMatchStep,
+    GotoStep,
+    KeyStep,
+    ReadStep,
+    RepeatStep,
+    RunStep,
+    ScrollStep,
+    SwipeStep,
+    TapStep,
+    Task,
+    TaskBook,
+    WaitForStep,
+    describe_condition,
+    walk_steps,
 )
+from engine.taskvalues import compare
 
 if TYPE_CHECKING:
     from engine.actuator import Actuator
@@ -50,19 +69,33 @@ class TaskRunner:
         """Run task `name` inside `ctx`; every way it can end is an Outcome (values read are in ``extra``)."""
         task = self.book.get(name)
         self.nav.belief.believed_task = name
+        execution = _Execution(self, task, ctx)
         try:
-            return self.nav.conclude(ctx, lambda: _Execution(self, task, ctx).execute())
+            outcome = self.nav.conclude(ctx, execution.execute)
         finally:
             self.nav.belief.believed_task = None
+        outcome.extra.setdefault("values", execution.values)
+        outcome.extra.setdefault("steps", execution.log)
+        outcome.extra.setdefault("collected", execution.collected)
+        return outcome
 
 
 class _Execution:
-    """One run of one task: the last observation, the values read so far."""
+    """One run of one task: the last observation, the values read so far, the log of its steps.
 
-    def __init__(self, runner: TaskRunner, task: Task, ctx: RunContext) -> None:
-        self.nav, self.actuator, self.task, self.ctx = runner.nav, runner.actuator, task, ctx
-        self.values: dict[str, Any] = {}
-        self.obs: Observation | None = None
+    A `run` step runs the called task as a nested execution that shares the log, the values and the count of
+    what was collected.
+    """
+
+    def __init__(self, runner: TaskRunner, task: Task, ctx: RunContext, depth: int = 0,
+                 parent: _Execution | None = None, prefix: str = "") -> None:
+        self.runner, self.nav, self.actuator, self.task, self.ctx = runner, runner.nav, runner.actuator, task, ctx
+        self.depth, self.prefix = depth, prefix
+        self.values: dict[str, Any] = parent.values if parent else {}
+        self.log: list[dict[str, Any]] = parent.log if parent else []
+        self.collected = 0
+        self.obs: Observation | None = parent.obs if parent else None
+        self._reads: tuple[Any, dict[str, str | None]] = (None, {})
 
     def execute(self) -> Outcome:
         nav, task = self.nav, self.task
@@ -71,33 +104,47 @@ class _Execution:
             return Outcome(False, "precondition_failed",
                            f"{task.name} starts from {', '.join(task.preconditions)}, "
                            f"not from {self.obs.page or 'an unknown screen'}")
-        for step in task.steps:
-            self._step(step)
+        for i, step in enumerate(task.steps):
+            self._step(step, f"{self.prefix}{i}")
         expected = next((c.page for c in task.success if c.page), None)
         self._look(expected=expected)
         failed = [c for c in task.success if not self._holds(c)]
-        extra = {"values": self.values}
+        extra = {"values": self.values, "steps": self.log, "collected": self.collected}
         if failed:
             return Outcome(False, "not_verified",
                            f"{task.name} finished but {describe_condition(failed[0])} does not hold "
                            f"(observed {self.obs.page or 'unknown'}, popups {list(self.obs.popups)})",
                            expected, self.obs, extra=extra)
-        return Outcome(True, "verified", f"{task.name} done and verified", expected, self.obs, extra=extra)
+        gathers = any(isinstance(s, ForEachMatchStep) for s, _ in walk_steps(task.steps))
+        if gathers and self.collected == 0:
+            return Outcome(True, "verified", f"{task.name}: nothing to collect", expected, self.obs,
+                           extra={**extra, "nothing_to_collect": True})
+        done = f" ({self.collected} collected)" if gathers else ""
+        return Outcome(True, "verified", f"{task.name} done and verified{done}", expected, self.obs, extra=extra)
 
     # -- steps
 
-    def _step(self, step: Any) -> None:
+    def _step(self, step: Any, path: str) -> None:
         self.ctx.checkpoint()
+        entry: dict[str, Any] = {"step": path, "type": step.type, "outcome": "done", "why": ""}
+        self.log.append(entry)
         if step.when is not None and not self._holds(step.when):
+            entry.update(outcome="skipped", why=f"{describe_condition(step.when)} does not hold")
             return
+        try:
+            self._dispatch(step, path, entry)
+        except NavigationError as exc:
+            entry.update(outcome="failed", why=str(exc))
+            raise
+        self._relocalise()
+
+    def _dispatch(self, step: Any, path: str, entry: dict[str, Any]) -> None:
         if isinstance(step, GotoStep):
             self.obs = self.nav.navigate(self.ctx, step.page)
         elif isinstance(step, TapStep):
             self._tap(step)
         elif isinstance(step, SwipeStep):
-            self.ctx.record("task_step", step="swipe", start=list(step.start), end=list(step.end))
-            self._act(SwipeAction(type="swipe", start=step.start, end=step.end, duration_ms=step.duration_ms),
-                      expected=None)
+            self._swipe(step.start, step.end, step.duration_ms)
         elif isinstance(step, KeyStep):
             self._act(KeyAction(type="key", key=step.key), expected=None)
         elif isinstance(step, WaitForStep):
@@ -107,8 +154,16 @@ class _Execution:
         elif isinstance(step, ReadStep):
             self._read(step)
         elif isinstance(step, RepeatStep):
-            self._repeat(step)
-        self._relocalise()
+            self._repeat(step, path)
+        elif isinstance(step, ForEachMatchStep):
+            entry["collected"] = self._for_each_match(step, path)
+            if not entry["collected"]:
+                entry["why"] = f"no {step.button} to tap"
+        elif isinstance(step, ScrollStep):
+            held, why = self._scroll(step)
+            entry.update(outcome="done" if held else "failed", why=why)
+        elif isinstance(step, RunStep):
+            self._run(step, path, entry)
 
     def _tap(self, step: TapStep) -> None:
         if step.point is not None:
@@ -118,6 +173,10 @@ class _Execution:
             self.ctx.record("task_step", step="tap", button=step.button)
             action = TapAction(type="tap", button=step.button)
         self._act(action, expected=self.obs.page if self.obs else None)
+
+    def _swipe(self, start: Any, end: Any, duration_ms: int) -> None:
+        self.ctx.record("task_step", step="swipe", start=list(start), end=list(end))
+        self._act(SwipeAction(type="swipe", start=start, end=end, duration_ms=duration_ms), expected=None)
 
     def _act(self, action: Any, expected: str | None) -> None:
         self.actuator.perform(self.ctx, action, self.obs)
@@ -139,16 +198,95 @@ class _Execution:
             self.nav.dismiss(self.ctx, self.obs)
             self._look(expected=self.obs.page)
 
-    def _repeat(self, step: RepeatStep) -> None:
+    def _repeat(self, step: RepeatStep, path: str) -> None:
         for _ in range(step.max):
             if self._holds(step.until):
                 return
-            for inner in step.do:
-                self._step(inner)
+            for j, inner in enumerate(step.do):
+                self._step(inner, f"{path}/do/{j}")
             self._look(expected=step.until.page)
             self._relocalise()
         if not self._holds(step.until):
             raise NavigationError(f"{describe_condition(step.until)} did not hold after {step.max} rounds")
+
+    def _for_each_match(self, step: ForEachMatchStep, path: str) -> int:
+        """Tap the best match of the button's template, look again, repeat: how many taps were made."""
+        from verifiers.template import find_matches
+
+        check = self._template(step.button)
+        taps = 0
+        while taps < step.max:
+            self.ctx.checkpoint()
+            if self.nav.last_frame is None:
+                self._look(expected=self.obs.page if self.obs else None)
+            frame = self.nav.observer.prepare(self.nav.last_frame)
+            matches = find_matches(frame, check, tuple(step.area) if step.area else None, limit=1)
+            if not matches:
+                break
+            (x1, y1, x2, y2), score = matches[0]
+            point = ((x1 + x2) // 2, (y1 + y2) // 2)
+            self.ctx.record("task_step", step="for_each_match", button=step.button, point=list(point),
+                            score=round(float(score), 3))
+            self._act(TapAction(type="tap", point=point), expected=self.obs.page if self.obs else None)
+            taps += 1
+            self.collected += 1
+            for j, inner in enumerate(step.do):
+                self._step(inner, f"{path}/do/{j}")
+            self._relocalise()
+        return taps
+
+    def _template(self, button: str) -> Any:
+        """The button's template compiled once per runner (verifiers.template)."""
+        from engine.schema import TemplateSignature
+        from verifiers.template import compile_template
+
+        cache = self.runner.__dict__.setdefault("_templates", {})
+        if button not in cache:
+            sig = TemplateSignature(type="template", button=button)
+            cache[button] = compile_template(sig, self.nav.graph, self.nav.observer.assets)
+        return cache[button]
+
+    def _scroll(self, step: ScrollStep) -> tuple[bool, str]:
+        """Swipe until `until` holds or the frame stops changing: (held, why)."""
+        from engine.stuck import same_pixels
+
+        for swipes in range(step.max + 1):
+            if self._holds(step.until):
+                return True, f"{describe_condition(step.until)} after {swipes} swipe(s)"
+            if swipes == step.max:
+                break
+            before = self.nav.last_frame
+            self._swipe(step.swipe.start, step.swipe.end, step.swipe.duration_ms)
+            after = self.nav.last_frame
+            if before is not None and after is not None and same_pixels(before, after):
+                held = self._holds(step.until)
+                return held, (f"{describe_condition(step.until)} does not hold and " if not held else "") + \
+                    f"the list stopped moving after {swipes + 1} swipe(s)"
+        return False, f"{describe_condition(step.until)} did not hold after {step.max} swipe(s)"
+
+    def _run(self, step: RunStep, path: str, entry: dict[str, Any]) -> None:
+        if self.depth >= MAX_RUN_DEPTH:
+            raise NavigationError(f"run {step.task}: runs nest deeper than {MAX_RUN_DEPTH}")
+        inner = _Execution(self.runner, self.runner.book.get(step.task), self.ctx, self.depth + 1, self,
+                           f"{path}/")
+        try:
+            outcome = inner.execute()
+        except Interrupted:
+            raise
+        except NavigationError as exc:
+            if not step.optional:
+                raise
+            outcome = Outcome(False, exc.status, str(exc))
+        finally:
+            self.obs = inner.obs
+            self.collected += inner.collected
+        entry["collected"] = inner.collected
+        if outcome.ok:
+            entry["why"] = outcome.text
+            return
+        if not step.optional:
+            raise NavigationError(f"run {step.task}: {outcome.text}")
+        entry.update(outcome="failed", why=f"{outcome.text} (optional: going on)")
 
     def _read(self, step: ReadStep) -> None:
         from verifiers.ocr import read_value
@@ -179,7 +317,36 @@ class _Execution:
             return False
         if c.popup is not None and c.popup not in obs.popups:
             return False
-        return not (c.no_popup and self.nav.is_blocking(obs))
+        if c.no_popup and self.nav.is_blocking(obs):
+            return False
+        if c.value is not None:
+            v = c.value
+            right = self._field(v.than) if v.than is not None else v.value
+            if v.than is not None and right is None:
+                return False
+            held, _ = compare(v.op, self._field(v.field), right, v.part)
+            return held
+        return True
+
+    def _field(self, name: str) -> str | None:
+        """A text field's value (its pattern's extract) on the last frame, read once per frame; None unread."""
+        from verifiers.ocr import read_value
+
+        frame = self.nav.last_frame
+        if frame is None:
+            return None
+        if self._reads[0] is not frame:
+            self._reads = (frame, {})
+        cache = self._reads[1]
+        if name not in cache:
+            spec = next((f for p in self.nav.graph.pages for f in p.fields if f.name == name), None)
+            if spec is None:
+                return None
+            text, value, confidence = read_value(self.nav.observer.prepare(frame), spec.area, spec.pattern)
+            self.ctx.record("read", field=name, page=self.obs.page if self.obs else None, text=text, value=value,
+                            confidence=round(float(confidence or 0), 3))
+            cache[name] = value
+        return cache[name]
 
     def _relocalise(self) -> None:
         if self.obs is not None and self.obs.page is not None:

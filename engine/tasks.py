@@ -13,9 +13,37 @@ A task has preconditions (where it may start), ordered steps, and success criter
 
 Steps: goto, tap (a named button, or a raw `point: [x, y]`), swipe (`start`, `end`, `duration_ms`), key,
 wait_for (a page or popup, bounded), dismiss_popups, read (a page's text field with OCR into the result), repeat
-(steps until a condition holds, at most `max` times). Any step may carry `when:` and is skipped unless the
-condition holds on the current screen. Everything a task file names is checked against the graph at load time,
-with file:line:col, and raw points must lie inside the graph's resolution.
+(steps until a condition holds, at most `max` times), and for chores:
+
+    - {type: for_each_match, button: NAME, area: [x1, y1, x2, y2], max: 20, do: [steps]}
+          tap every match of the button's template inside `area` (default the whole screen), best first, looking
+          again after each tap (and its `do` steps) because the list changes; stops when no match is left, after
+          `max` taps, or at the run's deadline. The taps count as ``collected``. The button needs a template.
+    - {type: scroll, swipe: {start: [x, y], end: [x, y], duration_ms: 300}, until: CONDITION, max: 10}
+          swipe until `until` holds or the list stops moving (the frame after a swipe equals the one before), at
+          most `max` swipes. When it ends without `until` holding the step is recorded failed; the task goes on
+          and its success criteria decide.
+    - {type: run, task: NAME, optional: false}
+          run another task's steps and check its success; a failure fails this task unless `optional`. Checked
+          at load: the task exists, calls form no cycle and nest at most MAX_RUN_DEPTH (3) deep.
+
+Conditions (`when`, `until`, `success`) hold when all they give holds: `page`, `popup`, `no_popup`, and
+
+    value: {field: NAME, op: eq|ne|lt|le|gt|ge|matches, value: CONST | than: OTHER_FIELD, part: current|total}
+
+a page's OCR text field (Page.fields, its pattern's value as the read step extracts it) compared with a constant
+or with another field read on the same frame (engine.taskvalues): numbers, ``N/M`` counters (``part`` picks N or
+M; default N) and durations ``HH:MM:SS`` or ``MM:SS`` (in seconds, so ``value: "00:30:00"`` or ``value: 1800``).
+`matches` searches a regular expression; eq/ne with a text that holds no number compare stripped text.
+
+Any step may carry `when:` and is skipped unless the condition holds on the current screen. Everything a task
+file names is checked against the graph at load time, with file:line:col, and raw points and areas must lie
+inside the graph's resolution.
+
+The result of a run (Outcome.extra) holds ``values`` (what read steps read), ``steps`` (one entry per step run:
+``{step: "2/do/0", type, outcome: done|skipped|failed, why, collected}``) and ``collected`` (taps made by
+for_each_match). A task with for_each_match steps that found nothing to tap and whose success holds is ``ok``,
+status verified, with the text "nothing to collect".
 
 A task with an `origin` is a *skill*: learned by the agent from a verified goal (engine.agent.skills), kept in a
 per-game skills file and listed beside the shipped tasks.
@@ -23,29 +51,71 @@ per-game skills file and listed beside the shipped tasks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import (
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from engine.errors import GraphError
-from engine.schema import Model, Name, Point
+from engine.schema import Area, Model, Name, Point
+from engine.taskvalues import number_of
 from engine.yamlmessages import problems_from_validation_error
 from engine.yamlsrc import Problem, read_yaml
 
+MAX_RUN_DEPTH = 3
+"""How deep `run` steps may nest (a task that runs a task that runs a task)."""
+
+
+class ValueCheck(Model):
+    """An OCR text field compared with a constant or with another field read on the same frame."""
+
+    field: Name = Field(description="A text field of a page (Page.fields).")
+    op: Literal["eq", "ne", "lt", "le", "gt", "ge", "matches"] = Field(
+        description="eq, ne, lt, le, gt, ge (numbers, counters, durations) or matches (a regular expression).")
+    value: StrictInt | StrictFloat | StrictStr | None = Field(
+        None, description="A number, a duration such as \"01:30:00\", a text, or a pattern for matches.")
+    than: Name | None = Field(None, description="Another text field, read on the same frame, instead of value.")
+    part: Literal["current", "total"] | None = Field(
+        None, description="For N/M counters: compare N (current, the default) or M (total).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ValueCheck:
+        if (self.value is None) == (self.than is None):
+            raise ValueError("a value check needs exactly one of `value` or `than`")
+        if self.op == "matches":
+            if not isinstance(self.value, str) or self.part is not None:
+                raise ValueError("op matches needs a regular expression as value (not than) and no part")
+            try:
+                re.compile(self.value)
+            except re.error as exc:
+                raise ValueError(f"bad regular expression {self.value!r}: {exc}") from None
+        elif self.op in ("lt", "le", "gt", "ge") and isinstance(self.value, str) and number_of(self.value) is None:
+            raise ValueError(f"op {self.op} needs a number or a duration as value, got {self.value!r}")
+        return self
+
 
 class Condition(Model):
-    """Something observable: a page, a popup, or the absence of blocking popups (all given must hold)."""
+    """Something observable: a page, a popup, the absence of blocking popups, a value read with OCR (all given
+    must hold)."""
 
     page: Name | None = None
     popup: Name | None = None
     no_popup: bool | None = None
+    value: ValueCheck | None = Field(None, description="An OCR text field compared with a constant or a field.")
 
     @model_validator(mode="after")
     def _something(self) -> Condition:
-        if self.page is None and self.popup is None and self.no_popup is None:
-            raise ValueError("a condition needs page, popup or no_popup")
+        if self.page is None and self.popup is None and self.no_popup is None and self.value is None:
+            raise ValueError("a condition needs page, popup, no_popup or value")
         return self
 
 
@@ -110,8 +180,42 @@ class RepeatStep(_Step):
     max: int = Field(10, ge=1, le=100)
 
 
+class ForEachMatchStep(_Step):
+    """Tap every match of a button's template inside an area, looking again after each tap."""
+
+    type: Literal["for_each_match"]
+    button: Name = Field(description="A button with a template (`asset`); its matches are tapped.")
+    area: Area | None = Field(None, description="[x1, y1, x2, y2] searched; default the whole screen.")
+    max: int = Field(20, ge=1, le=100, description="At most this many taps.")
+    do: list[Step] = Field(default_factory=list, description="Steps run after each tap (dismiss the reward...).")
+
+
+class SwipeSpec(Model):
+    start: Point
+    end: Point
+    duration_ms: int = Field(300, gt=0, le=10_000)
+
+
+class ScrollStep(_Step):
+    """Swipe until a condition holds or the list stops moving (an unchanged frame)."""
+
+    type: Literal["scroll"]
+    swipe: SwipeSpec
+    until: Condition
+    max: int = Field(10, ge=1, le=100, description="At most this many swipes.")
+
+
+class RunStep(_Step):
+    """Run another task (its steps, then its success criteria)."""
+
+    type: Literal["run"]
+    task: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$")]
+    optional: bool = Field(False, description="A failure of the called task is recorded and this task goes on.")
+
+
 Step = Annotated[
-    Union[GotoStep, TapStep, SwipeStep, KeyStep, WaitForStep, DismissPopupsStep, ReadStep, RepeatStep],
+    Union[GotoStep, TapStep, SwipeStep, KeyStep, WaitForStep, DismissPopupsStep, ReadStep, RepeatStep,  # noqa: UP007
+          ForEachMatchStep, ScrollStep, RunStep],  # typing.Union: engine.yamlmessages finds field hints in it
     Field(discriminator="type"),
 ]
 
@@ -134,6 +238,7 @@ class TaskFile(Model):
 
 
 RepeatStep.model_rebuild()
+ForEachMatchStep.model_rebuild()
 
 
 class TaskBook:
@@ -176,9 +281,12 @@ def read_tasks(files: list[Path], graph: Any | None = None) -> tuple[list[Task],
 
     With `graph`, every page, popup, button and text field a task names must be in it.
     """
+    from engine.taskcheck import references, run_calls
+
     tasks: list[Task] = []
     problems: list[Problem] = []
     first: dict[str, str] = {}
+    where: dict[str, tuple[Any, int]] = {}
     for file in files:
         source = read_yaml(file)
         problems.extend(source.problems)
@@ -191,7 +299,7 @@ def read_tasks(files: list[Path], graph: Any | None = None) -> tuple[list[Task],
             problems.extend(problems_from_validation_error(exc, locator.file, locator, model=TaskFile))
             continue
         for index, task in enumerate(parsed.tasks):
-            for loc, message in _references(task, graph) if graph is not None else ():
+            for loc, message in references(task, graph) if graph is not None else ():
                 problems.append(locator.problem(("tasks", index, *loc), f"task {task.name}: {message}"))
             here = locator.problem(("tasks", index, "name"), f"task {task.name!r} is declared twice")
             if task.name in first:
@@ -200,6 +308,10 @@ def read_tasks(files: list[Path], graph: Any | None = None) -> tuple[list[Task],
                 continue
             first[task.name] = f"{here.file}:{here.line}"
             tasks.append(task)
+            where[task.name] = (locator, index)
+    for name, loc, message in run_calls(tasks):
+        locator, index = where[name]
+        problems.append(locator.problem(("tasks", index, *loc), f"task {name}: {message}"))
     return tasks, problems
 
 
@@ -215,53 +327,11 @@ def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
     return TaskBook(tasks)
 
 
-def _references(task: Task, graph: Any) -> list[tuple[tuple, str]]:
-    """Names a task uses that the graph does not declare, with their locations inside the task."""
-    pages, popups = set(graph.page_names), {p.name for p in graph.popups}
-    buttons = {b.name for b in graph.buttons}
-    fields = {f.name for p in graph.pages for f in p.fields}
-    width, height = graph.resolution
-    found: list[tuple[tuple, str]] = []
-
-    def point(xy: tuple[int, int], loc: tuple) -> None:
-        if not (0 <= xy[0] < width and 0 <= xy[1] < height):
-            found.append((loc, f"point {list(xy)} is outside the screen ({width}x{height})"))
-
-    def condition(c: Condition | None, loc: tuple) -> None:
-        if c is None:
-            return
-        if c.page and c.page not in pages:
-            found.append(((*loc, "page"), f"unknown page {c.page!r}"))
-        if c.popup and c.popup not in popups:
-            found.append(((*loc, "popup"), f"unknown popup {c.popup!r}"))
-
-    def steps(items: list, loc: tuple) -> None:
-        for i, step in enumerate(items):
-            here = (*loc, i)
-            condition(step.when, (*here, "when"))
-            if isinstance(step, GotoStep) and step.page not in pages:
-                found.append(((*here, "page"), f"unknown page {step.page!r}"))
-            if isinstance(step, TapStep) and step.button is not None and step.button not in buttons:
-                found.append(((*here, "button"), f"unknown button {step.button!r}"))
-            if isinstance(step, TapStep) and step.point is not None:
-                point(step.point, (*here, "point"))
-            if isinstance(step, SwipeStep):
-                point(step.start, (*here, "start"))
-                point(step.end, (*here, "end"))
-            if isinstance(step, ReadStep) and step.field not in fields:
-                found.append(((*here, "field"), f"unknown text field {step.field!r}"))
-            if isinstance(step, (WaitForStep, RepeatStep)):
-                condition(step.until, (*here, "until"))
-            if isinstance(step, RepeatStep):
-                steps(step.do, (*here, "do"))
-
-    for i, page in enumerate(task.preconditions):
-        if page not in pages:
-            found.append((("preconditions", i), f"unknown page {page!r}"))
-    steps(task.steps, ("steps",))
-    for i, c in enumerate(task.success):
-        condition(c, ("success", i))
-    return found
+def walk_steps(items: list, loc: tuple = ("steps",)):
+    """Every step in `items` and inside their `do` lists, with its location, parents first."""
+    for i, step in enumerate(items):
+        yield step, (*loc, i)
+        yield from walk_steps(getattr(step, "do", None) or [], (*loc, i, "do"))
 
 
 def task_from_trace(trace: dict[str, Any], name: str, description: str | None = None) -> Task:
@@ -312,4 +382,8 @@ def describe_condition(c: Condition) -> str:
         parts.append(f"popup {c.popup}")
     if c.no_popup:
         parts.append("no blocking popup")
+    if c.value is not None:
+        v = c.value
+        part = f" {v.part}" if v.part else ""
+        parts.append(f"{v.field}{part} {v.op} {v.than if v.than is not None else repr(v.value)}")
     return " and ".join(parts)

@@ -215,3 +215,42 @@ def verify(frame: np.ndarray, signature: TemplateSignature | TemplateCheck, grap
     """One-off check; hot paths compile once with ``compile_template`` and call ``TemplateCheck.verify``."""
     check = signature if isinstance(signature, TemplateCheck) else compile_template(signature, graph, assets, page)
     return check.verify(frame)
+
+
+def find_matches(
+    frame: np.ndarray, check: TemplateCheck, area: tuple[int, int, int, int] | None = None, limit: int = 50
+) -> list[tuple[tuple[int, int, int, int], float]]:
+    """Every place `check`'s template shows inside `area` (default the whole frame): (box, score), best first.
+
+    Full-scale TM_CCOEFF_NORMED over the area, every position at or above the check's threshold, then non-maximum
+    suppression (a kept match hides every other whose top-left lies within half the template of it), at most
+    `limit` boxes. With ``color`` the kept matches must also pass the colour confirmation. Flat templates have
+    no position to find: they yield nothing.
+    """
+    h, w = frame.shape[:2]
+    x1, y1, x2, y2 = clip(tuple(area), (w, h)) if area is not None else (0, 0, w, h)
+    gray = cv2.cvtColor(np.ascontiguousarray(frame[y1:y2, x1:x2]), cv2.COLOR_BGR2GRAY)
+    found: list[tuple[float, int, int, int]] = []
+    for i, template in enumerate(check.templates):
+        th, tw = template.shape
+        if check.flat[i] or th > gray.shape[0] or tw > gray.shape[1]:
+            continue
+        result = cv2.matchTemplate(gray, template, cv2.TM_CCOEFF_NORMED)
+        ys, xs = np.nonzero(result >= check.threshold)
+        found.extend((float(result[y, x]), int(x), int(y), i) for y, x in zip(ys, xs))
+    found.sort(key=lambda f: -f[0])
+    kept: list[tuple[tuple[int, int, int, int], float]] = []
+    for score, x, y, i in found:
+        th, tw = check.templates[i].shape
+        if any(abs(x + x1 - b[0]) < tw / 2 and abs(y + y1 - b[1]) < th / 2 for b, _ in kept):
+            continue
+        box = (x + x1, y + y1, x + x1 + tw, y + y1 + th)
+        if check.color:
+            b, g, r, _ = cv2.mean(frame[box[1]:box[3], box[0]:box[2]])
+            mb, mg, mr = check.means[i]
+            if max(abs(b - mb), abs(g - mg), abs(r - mr)) > check.color_tolerance:
+                continue
+        kept.append((box, score))
+        if len(kept) >= limit:
+            break
+    return kept

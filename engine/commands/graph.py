@@ -34,6 +34,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    if args.sim_state:
+        from engine.sim.state import state_json_schema
+
+        print(json.dumps(state_json_schema(), indent=2))
+        return 0
     if args.goals:
         from engine.agent.goals import goals_json_schema
 
@@ -106,6 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     schema = sub.add_parser("schema", help="print the JSON Schema of a graph file")
     schema.add_argument("--tasks", action="store_true", help="the schema of a tasks file instead")
     schema.add_argument("--goals", action="store_true", help="the schema of a goals file instead")
+    schema.add_argument("--sim-state", action="store_true", help="the schema of a simulator state file instead")
     schema.set_defaults(handler=_schema)
 
     graph = sub.add_parser("graph", help="draw the page graph as mermaid or graphviz dot")

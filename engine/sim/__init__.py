@@ -73,7 +73,9 @@ def start_embedded(
         assets: template pixels to paste; None draws the simulator's synthetic pack.
     """
     if graph is None:
-        from engine.loader import load_graph  # the loader is only needed for the shipped default
+        from engine.loader import (
+            load_graph,  # the loader is only needed for the shipped default
+        )
 
         graph = load_graph().resolve()
     game = SimGame(graph, assets=assets, scenario=scenario, seed=seed, clock=clock)

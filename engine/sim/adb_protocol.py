@@ -328,7 +328,9 @@ class Conversation:
             agent(self.sock, self.server._stopping)
             self.finish()
         elif request == "sync:":
-            from engine.sim.adb_server import sync_service  # the server module owns the file services
+            from engine.sim.adb_server import (
+                sync_service,  # the server module owns the file services
+            )
 
             self.okay()
             sync_service(self, device)

@@ -30,8 +30,8 @@ from engine.sim.adb_protocol import (  # noqa: F401 - the protocol constants are
     SimDevice,
 )
 from engine.sim.game import SimGame
-from engine.sim.touch import connect_local
 from engine.sim.shell import run_shell, screencap_png, screencap_raw  # noqa: F401 - re-exported for callers
+from engine.sim.touch import connect_local
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,21 @@ from typing import Callable
 import numpy as np
 
 from engine.assets import AssetPack
-from engine.schema import Action, Graph, KeyAction, Link, Popup, SwipeAction, TapAction, WaitAction
+from engine.schema import (
+    Action,
+    Graph,
+    KeyAction,
+    Link,
+    Popup,
+    SwipeAction,
+    TapAction,
+    WaitAction,
+)
 from engine.sim.compose import transition_frame
+from engine.sim.pagestate import SimState
 from engine.sim.render import POINT_BOX, Renderer
 from engine.sim.scenario import Faults, Scenario
+from engine.sim.state import StateSpec
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +80,7 @@ class SimGame:
         seed: int | None = 0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] | None = None,
+        state: StateSpec | None = None,
     ) -> None:
         graph = graph.require_resolved()
         if not graph.pages:
@@ -80,6 +92,9 @@ class SimGame:
         self.clock = clock
         # Device costs pass on the game's clock: a virtual clock's own sleep (SharedClock.now -> .sleep), else real.
         self.sleep = sleep or getattr(getattr(clock, "__self__", None), "sleep", time.sleep)
+        overrides = getattr(self.scenario, "state", None)  # a scenario's `state: {...}` replaces initial values
+        self.state = SimState(state.with_overrides(overrides), graph, clock()) if state is not None else None
+        """Counters, dots, lists and timers declared beside the graph (engine.sim.state), or None."""
         self._transition: tuple[np.ndarray, float, float] | None = None
         """A page change in progress: the screen it started from, when it started, when it ends."""
         self._lock = threading.RLock()
@@ -135,6 +150,8 @@ class SimGame:
         if self.unknown:
             return self.renderer.unknown(self._unknown_variant)
         page = self.renderer.page(self.page)
+        if self.state is not None:
+            page = self.state.draw(self.renderer, self.page, page, self.clock())
         if not self.popups:
             return page.copy()
         return self.renderer.with_popups(page, [self._popups[n] for n in self._shown_popups()])
@@ -152,6 +169,7 @@ class SimGame:
                 "crashed": self.crashed,
                 "transition": self._transition is not None,
                 **self.counters,
+                **({"state": self.state.truth(self.clock())} if self.state is not None else {}),
             }
 
     # ------------------------------------------------------------------ input
@@ -182,6 +200,12 @@ class SimGame:
                      if isinstance(link.action, TapAction) and self._inside(link.action, x, y)]
             if links:  # one spot, several links: the scenario's running event decides (else the first)
                 self._hop(next((link for link in links if link.to == self.scenario.event), links[0]))
+                return
+            shows = self.state.tap(self.page, x, y, self.clock()) if self.state is not None else None
+            if shows is not None:  # the state's taps (and list rows) come before the graph's plain controls
+                self.counters["controls"] += 1
+                for name in shows:
+                    self._show_popup(name)
                 return
             for control in page.controls:
                 if self._inside(TapAction(type="tap", button=control.button), x, y):

@@ -20,8 +20,6 @@ import cv2
 import numpy as np
 
 from engine.assets import AssetPack, Template
-from engine.sim.compose import Conflict, Fill, balance, container, paint_fills
-from engine.sim.text import contrasting_ink, draw_label
 from engine.schema import (
     AnyOfSignature,
     ColorSignature,
@@ -33,6 +31,8 @@ from engine.schema import (
     TapAction,
     TemplateSignature,
 )
+from engine.sim.compose import Conflict, Fill, balance, container, paint_fills
+from engine.sim.text import contrasting_ink, draw_label
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-
 Probability = float
 PROFILE_DIR = Path(__file__).parent / "profiles"
 PROFILES = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))

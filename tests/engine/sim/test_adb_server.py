@@ -19,7 +19,6 @@ from adbutils.errors import AdbError, AdbTimeout
 
 from engine.sim import FakeAdbServer, Scenario, SimGame, start_embedded
 
-
 # adbutils leaves its socket to the garbage collector when a reply is FAIL (check_okay raises before close), which
 # filterwarnings=error would turn into a failure of whichever test happens to collect it.
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")

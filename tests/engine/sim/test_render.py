@@ -151,8 +151,9 @@ def test_real_alas_pixels_are_pasted_at_their_areas(shared_dir):
 
 
 def test_every_page_and_popup_of_the_demo_and_azur_lane_graphs_renders():
-    from engine.loader import load_graph
     from pathlib import Path
+
+    from engine.loader import load_graph
 
     demo = Path(__file__).resolve().parents[2] / "data" / "graphs" / "good"
     for graph in (load_graph(demo, server="en"), load_graph(server="en")):

@@ -1,0 +1,311 @@
+"""Page state for the simulator, declared in YAML beside the graph (``sim_state.yaml``): what chores change.
+
+A graph says where things are; this file says what the game holds and what taps do to it, for any game:
+
+- ``counters``: numbers drawn into an area (or a page's text field) as ``N`` or ``N/M`` so OCR reads them back; a
+  counter may be derived (``of: {list: commissions, state: running}`` counts those items).
+- ``dots``: a small red circle at a point of a page, shown while a condition holds.
+- ``lists``: items with states (ready, running, done...) drawn as rows in an area, each row with its state's
+  button; a ``timer`` moves an item from one state to another when its ``seconds`` have passed on the simulator's
+  clock (virtual in tests), and running rows show the time left as ``HH:MM:SS``.
+- ``taps``: what tapping a graph button (or an area the state draws itself) does on a page, while a condition holds:
+  effects ``show`` a popup, ``add`` to a counter, ``remove`` items of a list, ``change`` their state. A list row's
+  button has effects of its own, which may name the tapped ``row``.
+
+``load_state`` validates the file (pydantic, then every name against the graph) and raises ``YamlError`` with
+file:line:col problems. ``engine.sim.pagestate.SimState`` is one game's live state: ``SimGame`` draws it over each page, gives it taps
+first, and exposes ``truth()`` so tests compare what a task reported with what really changed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.schema import Graph
+
+Area = tuple[int, int, int, int]
+Point = tuple[int, int]
+STATE_FILE = "sim_state.yaml"
+"""The state file's name inside a graph folder (engine.graphfiles skips it)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Condition(_Model):
+    """Compares a counter, or the number of items of a list (in `state`, if given), with `above` and `below`
+    (without either: holds while the value is above 0)."""
+
+    counter: str | None = None
+    list: str | None = None
+    state: str | None = Field(None, description="Count only the list's items in this state.")
+    above: int | None = Field(None, description="Holds only while the value is above this.")
+    below: int | None = Field(None, description="Holds only while the value is below this.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Condition:
+        if (self.counter is None) == (self.list is None):
+            raise ValueError("a condition names exactly one of counter or list")
+        if self.state is not None and self.list is None:
+            raise ValueError("state only applies to a list")
+        return self
+
+
+class Effect(_Model):
+    """One thing a tap does. Exactly one of show, add, remove, change."""
+
+    show: str | None = Field(None, description="A popup that appears.")
+    add: str | None = Field(None, description="A counter that moves by `by`.")
+    by: int = 1
+    remove: str | None = Field(None, description="A list (items in state `where`, else all), or `row`: the tapped row.")
+    change: str | None = Field(None, description="A list (items in state `where`) or `row`: their state becomes `to`.")
+    where: str | None = None
+    to: str | None = None
+    seconds: float | None = Field(None, ge=0, description="With change: the timer restarts with this many seconds.")
+
+    @model_validator(mode="after")
+    def _one_op(self) -> Effect:
+        ops = [k for k in ("show", "add", "remove", "change") if getattr(self, k) is not None]
+        if len(ops) != 1:
+            raise ValueError("an effect is exactly one of show, add, remove, change")
+        if self.change is not None and self.to is None:
+            raise ValueError("change needs `to` (the new state)")
+        return self
+
+
+class Counter(_Model):
+    name: str
+    page: str
+    area: Area | None = Field(None, description="Where the value is drawn; or `field`, a text field of the page.")
+    field: str | None = None
+    value: int = 0
+    max: int | None = Field(None, ge=0, description="Drawn as value/max when given.")
+    of: Condition | None = Field(None, description="A derived counter: the number of items of a list.")
+
+    @model_validator(mode="after")
+    def _where(self) -> Counter:
+        if (self.area is None) == (self.field is None):
+            raise ValueError("a counter has exactly one of area or field")
+        if self.of is not None and self.of.list is None:
+            raise ValueError("`of` counts a list")
+        return self
+
+
+class Dot(_Model):
+    name: str
+    page: str
+    at: Point
+    radius: int = Field(8, ge=2, le=40)
+    when: Condition
+
+
+class Item(_Model):
+    name: str
+    state: str
+    seconds: float = Field(0, ge=0, description="Time left on the list's timer (for items in its `from` state).")
+
+
+class Timer(_Model):
+    from_: str = Field(alias="from")
+    to: str
+
+
+class RowButton(_Model):
+    """The button a row shows in one state: `area` is relative to the row's top-left corner."""
+
+    text: str
+    area: Area
+    when: Condition | None = Field(None, description="While false, the row's button does nothing.")
+    do: list[Effect] = Field(default_factory=list)
+
+
+class ItemList(_Model):
+    name: str
+    page: str
+    area: Area = Field(description="Rows are stacked from the top of this area; those that do not fit are not shown.")
+    row_height: int = Field(gt=8)
+    states: list[str] = Field(default_factory=lambda: ["ready", "running", "done"], min_length=1)
+    timer: Timer | None = None
+    buttons: dict[str, RowButton] = Field(default_factory=dict, description="State -> the button its rows show.")
+    items: list[Item] = Field(default_factory=list)
+
+
+class Tap(_Model):
+    """What tapping `button` (a graph button) or `area` (drawn by the state with `text`) does on `page`."""
+
+    page: str
+    button: str | None = None
+    area: Area | None = None
+    text: str | None = None
+    when: Condition | None = Field(None, description="Without it the tap always acts; while false it does nothing.")
+    do: list[Effect] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _target(self) -> Tap:
+        if (self.button is None) == (self.area is None):
+            raise ValueError("a tap has exactly one of button or area")
+        return self
+
+
+class StateSpec(_Model):
+    """A state file: counters, dots, lists and taps (see the module docstring)."""
+
+    description: str = ""
+    counters: list[Counter] = Field(default_factory=list)
+    dots: list[Dot] = Field(default_factory=list)
+    lists: list[ItemList] = Field(default_factory=list)
+    taps: list[Tap] = Field(default_factory=list)
+
+    def with_overrides(self, overrides: dict[str, Any] | None) -> StateSpec:
+        """This spec with initial values replaced: {counter: int, list: [items]} (a scenario's `state:`).
+
+        Raises:
+            ValueError: an unknown name or a value of the wrong kind.
+        """
+        if not overrides:
+            return self
+        data = self.model_dump(by_alias=True)
+        counters = {c["name"]: c for c in data["counters"]}
+        lists = {x["name"]: x for x in data["lists"]}
+        for name, value in overrides.items():
+            if name in counters and isinstance(value, int) and not isinstance(value, bool):
+                counters[name]["value"] = value
+            elif name in lists and isinstance(value, list):
+                lists[name]["items"] = value
+            else:
+                raise ValueError(f"state override {name!r}: not a counter (int) or a list (items) of this state")
+        return StateSpec.model_validate(data)
+
+
+def state_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a state file (pages/sim_state.schema.json), for editors."""
+    body = StateSpec.model_json_schema(by_alias=True)
+    body.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Simulator state file (engine.sim.state.StateSpec)", **body}
+
+
+# --------------------------------------------------------------------------------------------------- loading
+
+
+class _Names:
+    """What a state file may name: the graph's popups, the file's counters and lists; `out` collects problems."""
+
+    def __init__(self, spec: StateSpec, graph: Graph) -> None:
+        self.popups = {p.name for p in graph.popups}
+        self.counters = {c.name: c for c in spec.counters}
+        self.lists = {x.name: x for x in spec.lists}
+        self.out: list[tuple[tuple, str]] = []
+
+    def condition(self, cond: Condition | None, path: tuple) -> None:
+        if cond is None:
+            return
+        if cond.counter is not None and cond.counter not in self.counters:
+            self.out.append((path + ("counter",), f"unknown counter {cond.counter!r}"))
+        if cond.list is not None and cond.list not in self.lists:
+            self.out.append((path + ("list",), f"unknown list {cond.list!r}"))
+        elif cond.list is not None and cond.state is not None and cond.state not in self.lists[cond.list].states:
+            self.out.append((path + ("state",), f"list {cond.list!r} has no state {cond.state!r}"))
+
+    def effects(self, do: list[Effect], path: tuple, row_list: ItemList | None) -> None:
+        for i, e in enumerate(do):
+            self.effect(e, path + (i,), row_list)
+
+    def effect(self, e: Effect, p: tuple, row_list: ItemList | None) -> None:
+        out = self.out
+        if e.show is not None and e.show not in self.popups:
+            out.append((p + ("show",), f"unknown popup {e.show!r}"))
+        if e.add is not None:
+            if e.add not in self.counters:
+                out.append((p + ("add",), f"unknown counter {e.add!r}"))
+            elif self.counters[e.add].of is not None:
+                out.append((p + ("add",), f"counter {e.add!r} is derived from a list; change the list instead"))
+        target = e.remove or e.change
+        if target is None:
+            return
+        key = "remove" if e.remove is not None else "change"
+        the_list = row_list if target == "row" else self.lists.get(target)
+        if target == "row" and row_list is None:
+            out.append((p + (key,), "`row` only means something in a list row's button"))
+        elif the_list is None:
+            out.append((p + (key,), f"unknown list {target!r}"))
+        else:
+            for k in ("where", "to"):
+                v = getattr(e, k)
+                if v is not None and v not in the_list.states:
+                    out.append((p + (k,), f"list {the_list.name!r} has no state {v!r}"))
+
+
+def _cross_problems(spec: StateSpec, graph: Graph) -> list[tuple[tuple, str]]:
+    """(path in the file, message) for every name that the graph or the state does not know."""
+    pages = {p.name: p for p in graph.pages}
+    buttons = {b.name for b in graph.buttons}
+    names = _Names(spec, graph)
+    counters, out, condition, effects = names.counters, names.out, names.condition, names.effects
+
+    for kind in ("counters", "dots", "lists"):
+        seen: set[str] = set()
+        for i, item in enumerate(getattr(spec, kind)):
+            if item.page not in pages:
+                out.append(((kind, i, "page"), f"unknown page {item.page!r}"))
+            if item.name in seen or (kind == "lists" and item.name in counters):
+                out.append(((kind, i, "name"), f"{item.name!r} is declared twice"))
+            seen.add(item.name)
+    for i, c in enumerate(spec.counters):
+        page = pages.get(c.page)
+        if c.field is not None and page is not None and c.field not in {f.name for f in page.fields}:
+            out.append((("counters", i, "field"), f"page {c.page!r} has no text field {c.field!r}"))
+        condition(c.of, ("counters", i, "of"))
+    for i, d in enumerate(spec.dots):
+        condition(d.when, ("dots", i, "when"))
+    for i, x in enumerate(spec.lists):
+        for k in ("from_", "to"):
+            v = getattr(x.timer, k) if x.timer else None
+            if v is not None and v not in x.states:
+                out.append((("lists", i, "timer", k.rstrip("_")), f"no state {v!r} in this list"))
+        for state, button in x.buttons.items():
+            if state not in x.states:
+                out.append((("lists", i, "buttons", state), f"no state {state!r} in this list"))
+            condition(button.when, ("lists", i, "buttons", state, "when"))
+            effects(button.do, ("lists", i, "buttons", state, "do"), x)
+        for j, item in enumerate(x.items):
+            if item.state not in x.states:
+                out.append((("lists", i, "items", j, "state"), f"no state {item.state!r} in this list"))
+    for i, t in enumerate(spec.taps):
+        if t.page not in pages:
+            out.append((("taps", i, "page"), f"unknown page {t.page!r}"))
+        if t.button is not None and t.button not in buttons:
+            out.append((("taps", i, "button"), f"unknown button {t.button!r}"))
+        condition(t.when, ("taps", i, "when"))
+        effects(t.do, ("taps", i, "do"), None)
+    return out
+
+
+def load_state(path: str | Path, graph: Graph | None = None, overrides: dict[str, Any] | None = None) -> StateSpec:
+    """Read a state file (or the ``sim_state.yaml`` of a graph folder) and check it against `graph`.
+
+    Raises:
+        YamlError: unreadable YAML, a wrong field or an unknown name; every problem with file:line:col.
+    """
+    from engine.errors import YamlError
+    from engine.yamlmessages import problems_from_validation_error
+    from engine.yamlsrc import load_yaml
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / STATE_FILE
+    data, locator = load_yaml(path)
+    try:
+        spec = StateSpec.model_validate(data or {})
+    except pydantic.ValidationError as exc:
+        raise YamlError(problems_from_validation_error(exc, str(path), locator)) from None
+    if graph is not None:
+        problems = [locator.problem(p, message) for p, message in _cross_problems(spec, graph)]
+        if problems:
+            raise YamlError(problems)
+    return spec.with_overrides(overrides)
