@@ -67,6 +67,15 @@ def _check_goals(files: list[Path], graph: Graph | None) -> list[Problem]:
 register_companion(COMPANION_PREFIXES[1] + "*.yaml", _check_goals)
 
 
+def _check_sim_state(files: list[Path], graph: Graph | None) -> list[Problem]:
+    from engine.sim.state import read_state
+
+    return read_state(files, graph)[1]
+
+
+register_companion(COMPANION_PREFIXES[2] + "*.yaml", _check_sim_state)
+
+
 @dataclass(frozen=True)
 class Report:
     """The outcome of checking a graph: the graph (None when there are errors), problems, and sizes."""

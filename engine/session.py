@@ -118,7 +118,7 @@ def open_session(
     session = Session(device=None, graph=graph, policies=policies)  # type: ignore[arg-type] - set just below
     session.skills_path = Path(skills) if skills is not None else _default_skills(graph)
     try:
-        _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port, control)
+        _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port, control, graph_dir)
         if transcript_dir is not None:
             _open_transcript(session, Path(transcript_dir))
         if session.assets is not None:
@@ -137,17 +137,19 @@ def open_session(
 
 
 def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any, seed: int | None,
-                 clock: Any, adb_host: str | None, adb_port: int | None, control: str | None = None) -> None:
+                 clock: Any, adb_host: str | None, adb_port: int | None, control: str | None = None,
+                 graph_dir: str | Path | None = None) -> None:
     from engine.device import open_device
 
     graph, policies = session.graph, session.policies
     if serial is None:
         from engine.sim import Scenario, start_embedded
+        from engine.sim.state import state_beside
 
         if isinstance(scenario, (str, Path)):
             scenario = Scenario.from_file(scenario)
         sim = start_embedded(graph, assets=pack, scenario=scenario, seed=seed or 0,
-                             **({"clock": clock} if clock is not None else {}))
+                             state=state_beside(graph_dir, graph), **({"clock": clock} if clock is not None else {}))
         session._closers.append(sim.stop)
         session.sim = sim
         session.device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host,

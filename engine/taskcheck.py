@@ -55,6 +55,10 @@ class _References:
                 name = getattr(c.value, key)
                 if name is not None and name not in self.fields:
                     self.found.append(((*loc, "value", key), f"unknown text field {name!r}"))
+        for key in ("shows", "hides"):
+            match = getattr(c, key)
+            if match is not None:
+                self.template(match.button, match.area, (*loc, key))
 
     def steps(self, items: list, loc: tuple) -> None:
         for i, step in enumerate(items):
@@ -78,20 +82,22 @@ class _References:
         if isinstance(step, (RepeatStep, ForEachMatchStep)):
             self.steps(step.do, (*here, "do"))
         if isinstance(step, ForEachMatchStep):
-            self.for_each_match(step, here)
+            self.template(step.button, step.area, here)
+            self.condition(step.until, (*here, "until"))
         if isinstance(step, ScrollStep):
             self.point(step.swipe.start, (*here, "swipe", "start"))
             self.point(step.swipe.end, (*here, "swipe", "end"))
 
-    def for_each_match(self, step: ForEachMatchStep, here: tuple) -> None:
-        if step.button not in self.buttons:
-            self.found.append(((*here, "button"), f"unknown button {step.button!r}"))
-        elif self.graph.button(step.button).asset is None:
-            self.found.append(((*here, "button"), f"button {step.button!r} has no template (asset) to match"))
-        if step.area is not None:
-            x1, y1, x2, y2 = step.area
+    def template(self, button: str, area: Any, here: tuple) -> None:
+        """A button searched for by its template, inside an area of the screen."""
+        if button not in self.buttons:
+            self.found.append(((*here, "button"), f"unknown button {button!r}"))
+        elif self.graph.button(button).asset is None:
+            self.found.append(((*here, "button"), f"button {button!r} has no template (asset) to match"))
+        if area is not None:
+            x1, y1, x2, y2 = area
             if not (0 <= x1 < x2 <= self.width and 0 <= y1 < y2 <= self.height):
-                why = f"area {list(step.area)} is not inside the screen ({self.width}x{self.height})"
+                why = f"area {list(area)} is not inside the screen ({self.width}x{self.height})"
                 self.found.append(((*here, "area"), why))
 
 

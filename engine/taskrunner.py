@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from engine.navigator import Navigator
 
 STEP_SETTLE_S = 0.3
+STALLS_MAX = 3
+"""Taps in a row that change nothing before a for_each_match step gives up (a lost tap is tried again)."""
 """Pause after a task's own tap or key before looking at its effect."""
 POLL_S = 0.1
 """Pause between looks of a wait_for step."""
@@ -115,7 +117,8 @@ class _Execution:
                            f"{task.name} finished but {describe_condition(failed[0])} does not hold "
                            f"(observed {self.obs.page or 'unknown'}, popups {list(self.obs.popups)})",
                            expected, self.obs, extra=extra)
-        gathers = any(isinstance(s, ForEachMatchStep) for s, _ in walk_steps(task.steps))
+        gathers = any(isinstance(s, ForEachMatchStep) or getattr(s, "collects", False)
+                      for s, _ in walk_steps(task.steps))
         if gathers and self.collected == 0:
             return Outcome(True, "verified", f"{task.name}: nothing to collect", expected, self.obs,
                            extra={**extra, "nothing_to_collect": True})
@@ -172,7 +175,14 @@ class _Execution:
         else:
             self.ctx.record("task_step", step="tap", button=step.button)
             action = TapAction(type="tap", button=step.button)
+        before = self.nav.last_frame
         self._act(action, expected=self.obs.page if self.obs else None)
+        if step.collects:
+            from engine.stuck import same_pixels
+
+            after = self.nav.last_frame
+            if before is None or after is None or not same_pixels(before, after):
+                self.collected += 1
 
     def _swipe(self, start: Any, end: Any, duration_ms: int) -> None:
         self.ctx.record("task_step", step="swipe", start=list(start), end=list(end))
@@ -210,24 +220,33 @@ class _Execution:
             raise NavigationError(f"{describe_condition(step.until)} did not hold after {step.max} rounds")
 
     def _for_each_match(self, step: ForEachMatchStep, path: str) -> int:
-        """Tap the best match of the button's template, look again, repeat: how many taps were made."""
-        from verifiers.template import find_matches
+        """Tap the best match of the button's template, look again, repeat: how many taps took effect.
 
-        check = self._template(step.button)
-        taps = 0
-        while taps < step.max:
+        A tap after which the screen did not change (a lost tap, a button that does nothing now) is not counted;
+        it is tried again, and after STALLS_MAX such taps in a row the step fails."""
+        from engine.stuck import same_pixels
+
+        taps = attempts = stalls = 0
+        while attempts < step.max + STALLS_MAX:
             self.ctx.checkpoint()
-            if self.nav.last_frame is None:
-                self._look(expected=self.obs.page if self.obs else None)
-            frame = self.nav.observer.prepare(self.nav.last_frame)
-            matches = find_matches(frame, check, tuple(step.area) if step.area else None, limit=1)
+            if taps >= step.max or (step.until is not None and self._holds(step.until)):
+                break
+            matches = self._matches(step.button, step.area, 1)
             if not matches:
                 break
             (x1, y1, x2, y2), score = matches[0]
             point = ((x1 + x2) // 2, (y1 + y2) // 2)
             self.ctx.record("task_step", step="for_each_match", button=step.button, point=list(point),
                             score=round(float(score), 3))
+            before = self.nav.last_frame
             self._act(TapAction(type="tap", point=point), expected=self.obs.page if self.obs else None)
+            attempts += 1
+            if before is not None and self.nav.last_frame is not None and same_pixels(before, self.nav.last_frame):
+                stalls += 1
+                if stalls >= STALLS_MAX:
+                    raise NavigationError(f"{step.button} at {list(point)} did nothing after {stalls} taps")
+                continue
+            stalls = 0
             taps += 1
             self.collected += 1
             for j, inner in enumerate(step.do):
@@ -321,12 +340,27 @@ class _Execution:
             return False
         if c.value is not None:
             v = c.value
-            right = self._field(v.than) if v.than is not None else v.value
-            if v.than is not None and right is None:
+            right = self._field(v.than) if v.than is not None else self.values.get(v.read) if v.read else v.value
+            if right is None:
                 return False
-            held, _ = compare(v.op, self._field(v.field), right, v.part)
-            return held
+            held, _ = compare(v.op, self._field(v.field), right if isinstance(right, (int, float)) else str(right),
+                              v.part)
+            if not held:
+                return False
+        for key, want in (("shows", True), ("hides", False)):
+            match = getattr(c, key)
+            if match is not None and bool(self._matches(match.button, match.area, 1)) != want:
+                return False
         return True
+
+    def _matches(self, button: str, area: Any, limit: int) -> list:
+        """The button's template matches on the last frame inside `area` (default the screen), best first."""
+        from verifiers.template import find_matches
+
+        if self.nav.last_frame is None:
+            self._look(expected=self.obs.page if self.obs else None)
+        frame = self.nav.observer.prepare(self.nav.last_frame)
+        return find_matches(frame, self._template(button), tuple(area) if area else None, limit=limit)
 
     def _field(self, name: str) -> str | None:
         """A text field's value (its pattern's extract) on the last frame, read once per frame; None unread."""

@@ -84,13 +84,15 @@ class ValueCheck(Model):
     value: StrictInt | StrictFloat | StrictStr | None = Field(
         None, description="A number, a duration such as \"01:30:00\", a text, or a pattern for matches.")
     than: Name | None = Field(None, description="Another text field, read on the same frame, instead of value.")
+    read: Name | None = Field(None, description="A value an earlier read step stored (`into`), instead of value: "
+                              "did the counter move?")
     part: Literal["current", "total"] | None = Field(
         None, description="For N/M counters: compare N (current, the default) or M (total).")
 
     @model_validator(mode="after")
     def _consistent(self) -> ValueCheck:
-        if (self.value is None) == (self.than is None):
-            raise ValueError("a value check needs exactly one of `value` or `than`")
+        if sum(x is not None for x in (self.value, self.than, self.read)) != 1:
+            raise ValueError("a value check needs exactly one of `value`, `than` or `read`")
         if self.op == "matches":
             if not isinstance(self.value, str) or self.part is not None:
                 raise ValueError("op matches needs a regular expression as value (not than) and no part")
@@ -103,19 +105,29 @@ class ValueCheck(Model):
         return self
 
 
+class MatchCheck(Model):
+    """A button's template searched inside an area (every red dot, every COLLECT button of a list)."""
+
+    button: Name = Field(description="A button with a template (`asset`).")
+    area: Area | None = Field(None, description="[x1, y1, x2, y2] searched; default the whole screen.")
+
+
 class Condition(Model):
-    """Something observable: a page, a popup, the absence of blocking popups, a value read with OCR (all given
-    must hold)."""
+    """Something observable: a page, a popup, the absence of blocking popups, a value read with OCR, a template
+    that shows or does not show (all given must hold)."""
 
     page: Name | None = None
     popup: Name | None = None
     no_popup: bool | None = None
     value: ValueCheck | None = Field(None, description="An OCR text field compared with a constant or a field.")
+    shows: MatchCheck | None = Field(None, description="Holds while the button's template matches in the area.")
+    hides: MatchCheck | None = Field(None, description="Holds while it does not: the red dot is gone, the list "
+                                     "has no COLLECT left.")
 
     @model_validator(mode="after")
     def _something(self) -> Condition:
-        if self.page is None and self.popup is None and self.no_popup is None and self.value is None:
-            raise ValueError("a condition needs page, popup, no_popup or value")
+        if all(getattr(self, k) is None for k in ("page", "popup", "no_popup", "value", "shows", "hides")):
+            raise ValueError("a condition needs page, popup, no_popup, value, shows or hides")
         return self
 
 
@@ -134,6 +146,8 @@ class TapStep(_Step):
     type: Literal["tap"]
     button: Name | None = None
     point: Point | None = Field(None, description="[x, y] in reference-resolution pixels, instead of a button.")
+    collects: bool = Field(False, description="This tap collects (a COLLECT ALL button): it counts in the result's "
+                           "`collected`, and a task whose collecting steps all skip did nothing to collect.")
 
     @model_validator(mode="after")
     def _one_target(self) -> TapStep:
@@ -187,6 +201,8 @@ class ForEachMatchStep(_Step):
     button: Name = Field(description="A button with a template (`asset`); its matches are tapped.")
     area: Area | None = Field(None, description="[x1, y1, x2, y2] searched; default the whole screen.")
     max: int = Field(20, ge=1, le=100, description="At most this many taps.")
+    until: Condition | None = Field(None, description="Checked before each tap: once it holds, stop (the slots "
+                                    "are full).")
     do: list[Step] = Field(default_factory=list, description="Steps run after each tap (dismiss the reward...).")
 
 
@@ -228,6 +244,9 @@ class Task(Model):
     )
     steps: list[Step] = Field(min_length=1)
     success: list[Condition] = Field(min_length=1)
+    policy: Name | None = Field(
+        None, description="The policy (policies/) whose timeout bounds a run of this task; default the `run` "
+                          "policy. A long routine such as a daily names its own.")
     origin: str | None = Field(
         None, description="Where a learned skill came from (\"learned from goal X, episode Y\"); absent for a "
                           "hand-written task. A task with an origin is listed as a skill.")
@@ -385,5 +404,11 @@ def describe_condition(c: Condition) -> str:
     if c.value is not None:
         v = c.value
         part = f" {v.part}" if v.part else ""
-        parts.append(f"{v.field}{part} {v.op} {v.than if v.than is not None else repr(v.value)}")
+        right = v.than if v.than is not None else f"the {v.read} read before" if v.read is not None else repr(v.value)
+        parts.append(f"{v.field}{part} {v.op} {right}")
+    for key in ("shows", "hides"):
+        m = getattr(c, key)
+        if m is not None:
+            parts.append(f"{m.button} {'shows' if key == 'shows' else 'does not show'}"
+                         + (f" in {list(m.area)}" if m.area else ""))
     return " and ".join(parts)

@@ -17,6 +17,7 @@ def _build_game(args: argparse.Namespace):
     from engine.loader import load_graph
     from engine.sim import SimGame
     from engine.sim.scenario import Scenario
+    from engine.sim.state import state_beside
 
     graph = load_graph(args.graph).resolve(args.server)
     assets = None
@@ -25,7 +26,8 @@ def _build_game(args: argparse.Namespace):
 
         assets = load_pack(args.assets, graph.server, fallback=graph.fallback_server)
     scenario = Scenario.from_file(args.scenario) if getattr(args, "scenario", None) else None
-    return SimGame(graph, assets=assets, scenario=scenario, seed=getattr(args, "seed", None))
+    return SimGame(graph, assets=assets, scenario=scenario, seed=getattr(args, "seed", None),
+                   state=state_beside(args.graph, graph))
 
 
 def _serve(args: argparse.Namespace) -> int:

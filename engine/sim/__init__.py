@@ -17,6 +17,7 @@ from engine.sim.adb_server import FakeAdbServer
 from engine.sim.game import SimGame
 from engine.sim.render import Renderer, SyntheticAssets
 from engine.sim.scenario import Faults, Scenario
+from engine.sim.state import StateSpec
 
 __all__ = [
     "EmbeddedSim",
@@ -65,12 +66,14 @@ def start_embedded(
     seed: int = 0,
     serial: str = "sim-0",
     clock: Callable[[], float] = time.monotonic,
+    state: StateSpec | None = None,
 ) -> EmbeddedSim:
     """Build a SimGame and serve it on a free loopback port in this process (daemon threads).
 
     Args:
         graph: the game to simulate; None loads the shipped default graph (engine.loader.load_graph()).
         assets: template pixels to paste; None draws the simulator's synthetic pack.
+        state: the page state the game holds (engine.sim.state.state_beside), or None for none.
     """
     if graph is None:
         from engine.loader import (
@@ -78,7 +81,7 @@ def start_embedded(
         )
 
         graph = load_graph().resolve()
-    game = SimGame(graph, assets=assets, scenario=scenario, seed=seed, clock=clock)
+    game = SimGame(graph, assets=assets, scenario=scenario, seed=seed, clock=clock, state=state)
     fake = FakeAdbServer({serial: game}).start()
     log.info("embedded simulator serving %s on 127.0.0.1:%d", serial, fake.port)
     return EmbeddedSim(host=fake.host, port=fake.port, serial=serial, game=game, server=fake)

@@ -10,6 +10,7 @@ import cv2
 import numpy as np
 
 from engine.schema import Graph
+from engine.sim.render import paste
 from engine.sim.state import Condition, Effect, ItemList, StateSpec
 
 RED_BGR = (36, 28, 237)
@@ -27,6 +28,7 @@ class SimState:
         self.spec = spec
         graph = graph.require_resolved()
         self._click = {b.name: tuple(b.click_area) for b in graph.buttons}
+        self._assets = {b.name: (b.asset, tuple(b.area)) for b in graph.buttons if b.asset}
         fields = {(p.name, f.name): tuple(f.area) for p in graph.pages for f in p.fields}
         self._counter_area = {c.name: tuple(c.area) if c.area else fields[(c.page, c.field)] for c in spec.counters}
         self.values = {c.name: c.value for c in spec.counters}
@@ -103,15 +105,31 @@ class SimState:
                 button = x.buttons.get(it["state"])
                 if button is not None:
                     bx1, by1, bx2, by2 = button.area
-                    renderer.draw_text(out, (rx1 + bx1, ry1 + by1, rx1 + bx2, ry1 + by2), button.text)
-        for t in (t for t in spec.taps if t.page == page and t.area is not None and t.text):
-            renderer.draw_text(out, tuple(t.area), t.text)
+                    box = (rx1 + bx1, ry1 + by1, rx1 + bx2, ry1 + by2)
+                    if button.button is not None:
+                        self._paste(renderer, out, button.button, box)
+                    else:
+                        renderer.draw_text(out, box, button.text)
+        for t in (t for t in spec.taps if t.page == page):
+            if t.area is not None and t.text:
+                renderer.draw_text(out, tuple(t.area), t.text)
+            elif t.draw and self.holds(t.when):
+                self._paste(renderer, out, t.button)
         for c in (c for c in spec.counters if c.page == page):
             v = self.value(c.name)
             renderer.draw_text(out, self._counter_area[c.name], f"{v}/{c.max}" if c.max is not None else str(v))
         for d in (d for d in spec.dots if d.page == page and self.holds(d.when)):
-            cv2.circle(out, tuple(d.at), d.radius, RED_BGR, -1, cv2.LINE_AA)
+            if d.button is not None:
+                self._paste(renderer, out, d.button)
+            else:
+                cv2.circle(out, tuple(d.at), d.radius, RED_BGR, -1, cv2.LINE_AA)
         return out
+
+    def _paste(self, renderer, frame: np.ndarray, button: str, box: tuple | None = None) -> None:
+        """A graph button's template (the pack's pixels, else the simulator's stand-in) at `box`'s top-left
+        corner, or where the button is declared."""
+        asset, area = self._assets[button]
+        paste(frame, renderer.template_crop(asset, area), box or renderer.template_area(asset, area))
 
     # ---- input
 

@@ -231,7 +231,7 @@ class Renderer:
 
     # ---- pieces
 
-    def _template_crop(self, asset: str, area: Area) -> np.ndarray:
+    def template_crop(self, asset: str, area: Area) -> np.ndarray:
         template = self.assets.get(asset)
         if template is None or not template.frames:
             log.debug("asset %s missing from the pack; drawing a synthetic stand-in", asset)
@@ -241,7 +241,7 @@ class Renderer:
             return crop
         return template.frames[0]
 
-    def _template_area(self, asset: str, declared: Area) -> Area:
+    def template_area(self, asset: str, declared: Area) -> Area:
         """Where the template sits: its own area when the pack knows it and it has the same size (ALAS files),
         else the declared area."""
         template = self.assets.get(asset)
@@ -263,7 +263,7 @@ class Renderer:
             if asset is None:
                 return self._draw_button(frame, button) if button is not None else None
             area = tuple(sig.area or button.area)
-            return paste(frame, self._template_crop(asset, area), self._template_area(asset, area))
+            return paste(frame, self.template_crop(asset, area), self.template_area(asset, area))
         if isinstance(sig, OcrSignature):
             return self.draw_text(frame, tuple(sig.area), sig.sample if sig.sample else strip_regex(sig.pattern),
                                   fills)
@@ -283,7 +283,7 @@ class Renderer:
     def _draw_button(self, frame: np.ndarray, button) -> Area | None:
         if button.asset:
             area = tuple(button.area)
-            return paste(frame, self._template_crop(button.asset, area), self._template_area(button.asset, area))
+            return paste(frame, self.template_crop(button.asset, area), self.template_area(button.asset, area))
         x1, y1, x2, y2 = area = clip_area(tuple(button.click_area), (self.width, self.height))
         if x2 <= x1 or y2 <= y1:
             return None

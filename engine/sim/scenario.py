@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -67,6 +67,9 @@ class Scenario(BaseModel):
     adb_error: Literal["closed", "offline", "any"] = Field(
         "any", description="closed: the connection drops mid-answer; offline: FAIL device offline."
     )
+    state: dict[str, int | list[dict[str, Any]]] | None = Field(
+        None, description="Initial page state replacing the graph's sim_state*.yaml values: {counter: N, list: "
+        "[{name, state, seconds}]} (engine.sim.state).")
     hang_seconds: float = Field(0.0, ge=0, le=600, description="How long a hung request stays silent.")
     hang_on_request: int | None = Field(None, ge=1, description="Hang on this device request (1-based).")
     hang_p: Probability = Field(0.0, ge=0, le=1, description="Chance any device request hangs.")

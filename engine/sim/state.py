@@ -30,7 +30,8 @@ from engine.schema import Graph
 Area = tuple[int, int, int, int]
 Point = tuple[int, int]
 STATE_FILE = "sim_state.yaml"
-"""The state file's name inside a graph folder (engine.graphfiles skips it)."""
+STATE_GLOB = "sim_state*.yaml"
+"""State files inside a graph folder (engine.graphfiles skips them; names are shared across them)."""
 
 
 class _Model(BaseModel):
@@ -97,11 +98,21 @@ class Counter(_Model):
 
 
 class Dot(_Model):
+    """A red dot at `at` (a circle the state draws), or a graph `button`'s template at its area (ALAS's red-dot
+    assets), shown while `when` holds."""
+
     name: str
     page: str
-    at: Point
+    at: Point | None = None
+    button: str | None = Field(None, description="A graph button whose template (asset) is the dot.")
     radius: int = Field(8, ge=2, le=40)
     when: Condition
+
+    @model_validator(mode="after")
+    def _where(self) -> Dot:
+        if (self.at is None) == (self.button is None):
+            raise ValueError("a dot has exactly one of at or button")
+        return self
 
 
 class Item(_Model):
@@ -116,12 +127,20 @@ class Timer(_Model):
 
 
 class RowButton(_Model):
-    """The button a row shows in one state: `area` is relative to the row's top-left corner."""
+    """The button a row shows in one state: `text` drawn in `area`, or a graph `button`'s template pasted with its
+    top-left corner at `area`'s (so template matching finds it on every row); `area` is relative to the row."""
 
-    text: str
+    text: str | None = None
+    button: str | None = Field(None, description="A graph button with a template (asset), drawn on each row.")
     area: Area
     when: Condition | None = Field(None, description="While false, the row's button does nothing.")
     do: list[Effect] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _look(self) -> RowButton:
+        if (self.text is None) == (self.button is None):
+            raise ValueError("a row button has exactly one of text or button")
+        return self
 
 
 class ItemList(_Model):
@@ -142,6 +161,7 @@ class Tap(_Model):
     button: str | None = None
     area: Area | None = None
     text: str | None = None
+    draw: bool = Field(False, description="Draw `button` (its template) on the page while `when` holds.")
     when: Condition | None = Field(None, description="Without it the tap always acts; while false it does nothing.")
     do: list[Effect] = Field(min_length=1)
 
@@ -241,11 +261,13 @@ class _Names:
                     out.append((p + (k,), f"list {the_list.name!r} has no state {v!r}"))
 
 
-def _cross_problems(spec: StateSpec, graph: Graph) -> list[tuple[tuple, str]]:
-    """(path in the file, message) for every name that the graph or the state does not know."""
+def _cross_problems(spec: StateSpec, graph: Graph, merged: StateSpec | None = None) -> list[tuple[tuple, str]]:
+    """(path in the file, message) for every name that the graph or the state (`merged`: all files) does not
+    know."""
     pages = {p.name: p for p in graph.pages}
     buttons = {b.name for b in graph.buttons}
-    names = _Names(spec, graph)
+    templated = {b.name for b in graph.buttons if b.asset}
+    names = _Names(merged or spec, graph)
     counters, out, condition, effects = names.counters, names.out, names.condition, names.effects
 
     for kind in ("counters", "dots", "lists"):
@@ -263,6 +285,8 @@ def _cross_problems(spec: StateSpec, graph: Graph) -> list[tuple[tuple, str]]:
         condition(c.of, ("counters", i, "of"))
     for i, d in enumerate(spec.dots):
         condition(d.when, ("dots", i, "when"))
+        if d.button is not None and d.button not in templated:
+            out.append((("dots", i, "button"), f"{d.button!r} is not a button with a template (asset)"))
     for i, x in enumerate(spec.lists):
         for k in ("from_", "to"):
             v = getattr(x.timer, k) if x.timer else None
@@ -272,6 +296,9 @@ def _cross_problems(spec: StateSpec, graph: Graph) -> list[tuple[tuple, str]]:
             if state not in x.states:
                 out.append((("lists", i, "buttons", state), f"no state {state!r} in this list"))
             condition(button.when, ("lists", i, "buttons", state, "when"))
+            if button.button is not None and button.button not in templated:
+                why = f"{button.button!r} is not a button with a template (asset)"
+                out.append((("lists", i, "buttons", state, "button"), why))
             effects(button.do, ("lists", i, "buttons", state, "do"), x)
         for j, item in enumerate(x.items):
             if item.state not in x.states:
@@ -281,31 +308,75 @@ def _cross_problems(spec: StateSpec, graph: Graph) -> list[tuple[tuple, str]]:
             out.append((("taps", i, "page"), f"unknown page {t.page!r}"))
         if t.button is not None and t.button not in buttons:
             out.append((("taps", i, "button"), f"unknown button {t.button!r}"))
+        if t.draw and t.button not in templated:
+            out.append((("taps", i, "draw"), "draw needs a button with a template (asset)"))
         condition(t.when, ("taps", i, "when"))
         effects(t.do, ("taps", i, "do"), None)
     return out
 
 
+def state_files(path: str | Path) -> list[Path]:
+    """The state files at `path`: the file itself, or a folder's sim_state*.yaml in name order."""
+    path = Path(path)
+    return sorted(path.glob(STATE_GLOB)) if path.is_dir() else [path]
+
+
+def read_state(files: list[Path], graph: Graph | None = None) -> tuple[StateSpec | None, list]:
+    """The files merged into one spec (None when any is broken), and every problem with file:line:col.
+
+    Names (counters, lists) are shared across the files; each file is checked against the graph and the merged
+    names. Never raises for a bad file (``validate`` lists the problems with the graph's own)."""
+    from engine.yamlmessages import problems_from_validation_error
+    from engine.yamlsrc import read_yaml
+
+    parsed: list[tuple[StateSpec, Any]] = []
+    problems: list = []
+    for file in files:
+        source = read_yaml(file)
+        problems.extend(source.problems)
+        if source.problems:
+            continue
+        try:
+            parsed.append((StateSpec.model_validate(source.data or {}), source.locator))
+        except pydantic.ValidationError as exc:
+            problems.extend(problems_from_validation_error(exc, source.locator.file, source.locator))
+    merged = StateSpec(description=" ".join(s.description for s, _ in parsed if s.description),
+                       **{k: [x for s, _ in parsed for x in getattr(s, k)] for k in ("counters", "dots", "lists", "taps")})
+    if graph is not None:
+        seen: dict[str, str] = {}
+        for spec, locator in parsed:
+            problems += [locator.problem(p, message) for p, message in _cross_problems(spec, graph, merged)]
+            for kind in ("counters", "dots", "lists"):
+                for i, item in enumerate(getattr(spec, kind)):
+                    first = seen.setdefault(item.name, locator.file)
+                    if first != locator.file:
+                        problems.append(locator.problem((kind, i, "name"), f"{item.name!r} is also declared in {first}"))
+    return (None if problems else merged), problems
+
+
 def load_state(path: str | Path, graph: Graph | None = None, overrides: dict[str, Any] | None = None) -> StateSpec:
-    """Read a state file (or the ``sim_state.yaml`` of a graph folder) and check it against `graph`.
+    """Read the state files at `path` (a file, or a graph folder's sim_state*.yaml) and check them against `graph`.
 
     Raises:
         YamlError: unreadable YAML, a wrong field or an unknown name; every problem with file:line:col.
     """
     from engine.errors import YamlError
-    from engine.yamlmessages import problems_from_validation_error
-    from engine.yamlsrc import load_yaml
 
-    path = Path(path)
-    if path.is_dir():
-        path = path / STATE_FILE
-    data, locator = load_yaml(path)
-    try:
-        spec = StateSpec.model_validate(data or {})
-    except pydantic.ValidationError as exc:
-        raise YamlError(problems_from_validation_error(exc, str(path), locator)) from None
-    if graph is not None:
-        problems = [locator.problem(p, message) for p, message in _cross_problems(spec, graph)]
-        if problems:
-            raise YamlError(problems)
+    spec, problems = read_state(state_files(path), graph)
+    if spec is None:
+        raise YamlError(problems)
     return spec.with_overrides(overrides)
+
+
+def state_beside(graph_dir: str | Path | None, graph: Graph) -> StateSpec | None:
+    """The state declared beside a graph folder (default: the shipped graph's); None when it declares none.
+
+    Raises:
+        YamlError: as ``load_state``.
+    """
+    from engine.paths import builtin_graph_dir
+
+    folder = Path(graph_dir) if graph_dir is not None else builtin_graph_dir()
+    if folder.is_file():
+        folder = folder.parent
+    return load_state(folder, graph) if any(folder.glob(STATE_GLOB)) else None

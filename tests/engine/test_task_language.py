@@ -231,7 +231,7 @@ def test_new_steps_name_things_the_graph_has(tmp_path, step, line, message):
 
 
 @pytest.mark.parametrize("value, message", [
-    ("{field: f, op: lt, value: 1, than: g}", "exactly one of `value` or `than`"),
+    ("{field: f, op: lt, value: 1, than: g}", "exactly one of `value`, `than` or `read`"),
     ("{field: f, op: lt, value: soon}", "needs a number or a duration"),
     ("{field: f, op: matches, value: '('}", "bad regular expression"),
     ("{field: f, op: matches, than: g}", "regular expression as value"),
