@@ -92,7 +92,8 @@ async def invoke(tools: Tools, name: str, arguments: dict[str, Any]) -> CallTool
     cancel = threading.Event()
     started = min(tools.clock(), ARRIVED.get() or math.inf)  # queued behind other requests: that wait counts
     try:
-        with anyio.fail_after(tools.bound(name) + GRACE_S):
+        bound = tools.task_bound(arguments["name"]) if name == "alas_run" and "name" in arguments else tools.bound(name)
+        with anyio.fail_after(bound + GRACE_S):
             result = await anyio.to_thread.run_sync(
                 partial(tools.call, name, arguments, cancel=cancel, started=started), abandon_on_cancel=True
             )
@@ -179,6 +180,8 @@ def describe(tools: Tools, name: str) -> str:
         text += f" Pages: {', '.join(p for p in tools.graph.page_names if p != tools.graph.unknown_page)}."
     if name == "alas_run" and tools.tasks is not None:
         text += f" Tasks: {', '.join(tools.tasks.names())}." if tools.tasks.names() else ""
+        longer = [f"{t} {tools.task_bound(t):g} s" for t in tools.tasks.names() if tools.task_bound(t) != tools.bound(name)]
+        text += f" Longer bounds: {', '.join(longer)}." if longer else ""
     return text
 
 
@@ -218,9 +221,11 @@ def handlers(tools: Tools) -> dict[str, Any]:
         return await invoke(tools, "alas_tools", {})
 
     async def alas_run(name: Annotated[str, Field(strict=True,
-                                                  description=f"Task name as alas_tools lists it{task_example}.")]
+                                                  description=f"Task name as alas_tools lists it{task_example}.")],
+                       resume: Annotated[bool, Field(strict=True, description="For a routine of several tasks: skip "
+                                                     "the ones it already did today.")] = False,
                        ) -> Answer:
-        return await invoke(tools, "alas_run", {"name": name})
+        return await invoke(tools, "alas_run", {"name": name, **({"resume": True} if resume else {})})
 
     return {fn.__name__: fn for fn in (adb_health, adb_screenshot, adb_tap, adb_swipe, alas_state, alas_goto,
                                        alas_tools, alas_run)}

@@ -184,9 +184,26 @@ def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any)
     session.navigator = Navigator(session.device, session.graph, session.observer,
                                   **({"clock": clock} if clock is not None else {}))
     book = load_task_book(graph_dir, session.graph)
+    _check_task_policies(book, session.policies)
     session.shipped_tasks = frozenset(book.names() if book is not None else ())
-    session.tasks = TaskRunner(session.navigator, book) if book is not None else None
+    session.tasks = TaskRunner(session.navigator, book, progress_dir=_progress_dir(session.graph)) \
+        if book is not None else None
     reload_tasks(session)
+
+
+def _check_task_policies(book: Any, policies: Any) -> None:
+    """Every policy a task names (its run's bound) must be loaded.
+
+    Raises:
+        ConfigError: naming the task and the policies there are.
+    """
+    from engine.errors import ConfigError
+
+    for name in book.names() if book is not None else ():
+        policy = book.get(name).policy
+        if policy is not None and policy not in policies.names:
+            raise ConfigError(f"task {name} names policy {policy!r}, which is not loaded "
+                              f"(policies: {', '.join(sorted(policies.names))})")
 
 
 def reload_tasks(session: Session) -> list[str]:
@@ -211,12 +228,19 @@ def reload_tasks(session: Session) -> list[str]:
         raise ConfigError(f"skill(s) {', '.join(clash)} have the name of a shipped task; rename them",
                           file=str(session.skills_path))
     if skills and session.tasks is None:
-        session.tasks = TaskRunner(session.navigator, TaskBook([]))
+        session.tasks = TaskRunner(session.navigator, TaskBook([]), progress_dir=_progress_dir(session.graph))
         if session.tools is not None:
             session.tools.tasks = session.tasks
     for task in skills:
         session.tasks.book.add(task)
     return [t.name for t in skills]
+
+
+def _progress_dir(graph: Graph) -> Path:
+    """Where routines record what they did today: the game's folder under the agent's home."""
+    from engine.agent.skills import agent_home, game_dir
+
+    return game_dir(agent_home(), graph) / "progress"
 
 
 def _default_skills(graph: Graph) -> Path:

@@ -11,9 +11,10 @@ failed, why, and for for_each_match how many matches it tapped), the log kept ev
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import Interrupted, NavigationError
+from engine.errors import EngineError, Interrupted, NavigationError
 from engine.results import Observation, Outcome
 from engine.schema import KeyAction, SwipeAction, TapAction
 from engine.tasks import (
@@ -39,6 +40,7 @@ from engine.taskvalues import compare
 
 if TYPE_CHECKING:
     from engine.actuator import Actuator
+    from engine.taskprogress import Progress
     from engine.context import RunContext
     from engine.navigator import Navigator
 
@@ -59,19 +61,28 @@ class TaskRunner:
         book: the tasks (engine.tasks.TaskBook).
     """
 
-    def __init__(self, navigator: Navigator, book: TaskBook, actuator: Actuator | None = None) -> None:
+    def __init__(self, navigator: Navigator, book: TaskBook, actuator: Actuator | None = None,
+                 progress_dir: Path | None = None) -> None:
         self.nav = navigator
         self.book = book
         self.actuator = actuator or navigator.actuator
+        self.progress_dir = progress_dir
+        """Where routines record what they did today (engine.taskprogress); None: nowhere, so no resuming."""
 
     def names(self) -> list[str]:
         return self.book.names()
 
-    def run(self, name: str, ctx: RunContext) -> Outcome:
-        """Run task `name` inside `ctx`; every way it can end is an Outcome (values read are in ``extra``)."""
+    def run(self, name: str, ctx: RunContext, resume: bool = False) -> Outcome:
+        """Run task `name` inside `ctx`; every way it can end is an Outcome (values read are in ``extra``).
+
+        A routine (a task with `run` steps) records each chore done today; with `resume` it skips them."""
+        from engine.taskprogress import Progress
+
         task = self.book.get(name)
         self.nav.belief.believed_task = name
         execution = _Execution(self, task, ctx)
+        if any(isinstance(s, RunStep) for s in task.steps):
+            execution.progress = Progress(self.progress_dir, name, resume)
         try:
             outcome = self.nav.conclude(ctx, execution.execute)
         finally:
@@ -97,6 +108,8 @@ class _Execution:
         self.log: list[dict[str, Any]] = parent.log if parent else []
         self.collected = 0
         self.obs: Observation | None = parent.obs if parent else None
+        self.progress: Progress | None = None
+        """Today's record of a routine's chores (engine.taskprogress), for a top-level run."""
         self._reads: tuple[Any, dict[str, str | None]] = (None, {})
 
     def execute(self) -> Outcome:
@@ -112,11 +125,18 @@ class _Execution:
         self._look(expected=expected)
         failed = [c for c in task.success if not self._holds(c)]
         extra = {"values": self.values, "steps": self.log, "collected": self.collected}
+        routine = self.depth == 0 and any(isinstance(s, RunStep) for s in task.steps)
+        if routine:
+            from engine.taskprogress import chore_report
+
+            extra["chores"], summary = chore_report(self.log)
         if failed:
             return Outcome(False, "not_verified",
                            f"{task.name} finished but {describe_condition(failed[0])} does not hold "
-                           f"(observed {self.obs.page or 'unknown'}, popups {list(self.obs.popups)})",
-                           expected, self.obs, extra=extra)
+                           f"(observed {self.obs.page or 'unknown'}, popups {list(self.obs.popups)})"
+                           + (f"; chores: {summary}" if routine else ""), expected, self.obs, extra=extra)
+        if routine:
+            return self._routine(expected, extra, summary)
         gathers = any(isinstance(s, ForEachMatchStep) or getattr(s, "collects", False)
                       for s, _ in walk_steps(task.steps))
         if gathers and self.collected == 0:
@@ -124,6 +144,14 @@ class _Execution:
                            extra={**extra, "nothing_to_collect": True})
         done = f" ({self.collected} collected)" if gathers else ""
         return Outcome(True, "verified", f"{task.name} done and verified{done}", expected, self.obs, extra=extra)
+
+    def _routine(self, expected: str | None, extra: dict[str, Any], summary: str) -> Outcome:
+        """A verified routine's result: ok only when no chore failed (else status partial), each chore's outcome in
+        ``extra["chores"]``."""
+        if any(c["outcome"] == "failed" for c in extra["chores"]):
+            return Outcome(False, "partial", f"{self.task.name}: {summary}", expected, self.obs, tool_success=True,
+                           extra=extra)
+        return Outcome(True, "verified", f"{self.task.name} verified: {summary}", expected, self.obs, extra=extra)
 
     # -- steps
 
@@ -284,24 +312,35 @@ class _Execution:
         return False, f"{describe_condition(step.until)} did not hold after {step.max} swipe(s)"
 
     def _run(self, step: RunStep, path: str, entry: dict[str, Any]) -> None:
+        entry["task"] = step.task
         if self.depth >= MAX_RUN_DEPTH:
             raise NavigationError(f"run {step.task}: runs nest deeper than {MAX_RUN_DEPTH}")
+        progress = self.progress if self.depth == 0 else None
+        if progress is not None and step.task in progress.done:
+            earlier = progress.done[step.task]
+            entry.update(outcome="skipped", why=f"done earlier today (resumed): {earlier.get('why', '')}",
+                         collected=0, status="resumed")
+            return
         inner = _Execution(self.runner, self.runner.book.get(step.task), self.ctx, self.depth + 1, self,
                            f"{path}/")
         try:
             outcome = inner.execute()
         except Interrupted:
             raise
-        except NavigationError as exc:
+        except EngineError as exc:  # a chore's navigation, verification or device failure: the routine goes on
             if not step.optional:
                 raise
             outcome = Outcome(False, exc.status, str(exc))
         finally:
             self.obs = inner.obs
             self.collected += inner.collected
-        entry["collected"] = inner.collected
+        entry.update(collected=inner.collected, status=outcome.status)
         if outcome.ok:
             entry["why"] = outcome.text
+            if outcome.extra.get("nothing_to_collect"):
+                entry["nothing_to_collect"] = True
+            if progress is not None:
+                progress.mark(step.task, entry)
             return
         if not step.optional:
             raise NavigationError(f"run {step.task}: {outcome.text}")

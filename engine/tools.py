@@ -290,7 +290,8 @@ class Tools:
             return self._unavailable("alas_tools", started, None)
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
-            tasks = self.tasks.book.describe() if self.tasks is not None else []
+            tasks = [{**t, "bound_s": self.task_bound(t["name"])}
+                     for t in (self.tasks.book.describe() if self.tasks is not None else [])]
             names = ", ".join(t["name"] for t in tasks)
             return self.result("alas_tools", started, ok=True, status="ok",
                                text=f"{len(tasks)} task(s): {names}" if tasks else "no tasks", tool_success=True,
@@ -299,18 +300,34 @@ class Tools:
         return self._bounded("alas_tools", work, cancel, started)
 
     @_timed
-    def alas_run(self, name: str, *, cancel: threading.Event | None = None, started: float) -> ToolResult:
+    def alas_run(self, name: str, resume: bool = False, *, cancel: threading.Event | None = None,
+                 started: float) -> ToolResult:
         if self.navigator is None:
             return self._unavailable("alas_run", started, name)
         names = self.tasks.names() if self.tasks is not None else []
         if name not in names:
             return self._unknown("alas_run", started, "task", name, names)
+        if not isinstance(resume, bool):
+            return self.result("alas_run", started, ok=False, status="bad_argument",
+                               text=f"alas_run: resume must be true or false, not {resume!r}", target=name)
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             ctx = self._context("run", name, stop, deadline)
-            return self._conclude("alas_run", ctx, self.tasks.run(name, ctx), started)
+            return self._conclude("alas_run", ctx, self.tasks.run(name, ctx, resume=resume), started)
 
-        return self._bounded("alas_run", work, cancel, started, target=name, exclusive=True)
+        return self._bounded("alas_run", work, cancel, started, target=name, exclusive=True,
+                             bound=self.task_bound(name))
+
+    def task_bound(self, name: str) -> float:
+        """The bound of running task `name`: its own policy's timeout (a daily routine names one), else alas_run's."""
+        known = self.tasks is not None and name in self.tasks.names()
+        policy = self.tasks.book.get(name).policy if known else None
+        if policy is not None and self.policies is not None:
+            try:
+                return float(self.policies.get(policy).timeout)
+            except (EngineError, KeyError, AttributeError):
+                log.warning("task %s names policy %r, which is not loaded; it keeps alas_run's bound", name, policy)
+        return self.bound("alas_run")
 
     def close(self, timeout: float = 2.0) -> None:
         """Wait a little for workers that are still finishing (they were told to stop when they timed out)."""
@@ -324,13 +341,13 @@ class Tools:
         return make_result(name, elapsed_ms=elapsed, **fields)
 
     def overrun(self, name: str, started: float, target: Any = None, phase: str = "running",
-                cancelled: bool = False) -> ToolResult:
+                cancelled: bool = False, bound: float | None = None) -> ToolResult:
         """The result of a call that did not answer inside its bound (or was cancelled first)."""
         what = name + (f" {target}" if isinstance(target, str) else "")
         if cancelled:
             text, status = f"{what} was cancelled; it stops at its next checkpoint", "cancelled"
         else:
-            text, status = f"{what} did not finish within {self.bound(name):g} s ({phase})", "timeout"
+            text, status = f"{what} did not finish within {bound or self.bound(name):g} s ({phase})", "timeout"
         suggested = None
         if status == "timeout":
             suggested = "retry" if phase == WAITING else ("reconnect" if name.startswith("adb_") else None)
@@ -369,7 +386,7 @@ class Tools:
 
     def _bounded(self, name: str, work: Callable[[threading.Event, float], ToolResult],
                  cancel: threading.Event | None, started: float, *, target: Any = None,
-                 exclusive: bool = False) -> ToolResult:
+                 exclusive: bool = False, bound: float | None = None) -> ToolResult:
         """`work` on a worker thread under the tool's bound; every error it raises comes back as a result."""
 
         def guarded(stop: threading.Event, deadline: float) -> ToolResult:
@@ -387,10 +404,10 @@ class Tools:
                 return self.result(name, started, ok=False, status="error",
                                    text=f"{name} failed: {type(exc).__name__}: {exc}", target=target)
 
-        answer = self.bounded.run(name, guarded, deadline=started + self.bound(name), cancel=cancel,
+        answer = self.bounded.run(name, guarded, deadline=started + (bound or self.bound(name)), cancel=cancel,
                                   exclusive=exclusive)
         if isinstance(answer, Overrun):
-            return self.overrun(name, started, target, answer.phase, answer.cancelled)
+            return self.overrun(name, started, target, answer.phase, answer.cancelled, bound)
         return answer
 
     def _act(self, name: str, target: dict[str, Any], action: Any, done_text: str,

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
          lambda a: call_tool(a, "alas_goto", {"page": a.page})),
         ("state", "observe the current page and popups", (), lambda a: call_tool(a, "alas_state", {})),
         ("run", "run a named task (see `tasks`), verified", ("task",),
-         lambda a: call_tool(a, "alas_run", {"name": a.task})),
+         lambda a: call_tool(a, "alas_run", {"name": a.task, **({"resume": True} if a.resume else {})})),
         ("tap", "tap a point, then observe", ("x", "y"),
          lambda a: call_tool(a, "adb_tap", {"x": a.x, "y": a.y})),
     )
@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         parser = sub.add_parser(name, help=help_text)
         for positional in positionals:
             parser.add_argument(positional, type=int if positional in ("x", "y") else str)
+        if name == "run":
+            parser.add_argument("--resume", action="store_true",
+                                help="a routine (such as daily) skips the tasks it already did today")
         add_session_arguments(parser)
         parser.set_defaults(handler=handler)
 

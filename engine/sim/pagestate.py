@@ -37,6 +37,8 @@ class SimState:
             for x in spec.lists
         }
         self._lists = {x.name: x for x in spec.lists}
+        self.acted: dict[str, int] = {}
+        """Taps that changed the state, per page: what a chore that claims N collected must have done."""
 
     # ---- reading
 
@@ -70,6 +72,7 @@ class SimState:
         return {
             "counters": {c.name: self.value(c.name) for c in self.spec.counters},
             "dots": {d.name: self.holds(d.when) for d in self.spec.dots},
+            "acted": dict(self.acted),
             "lists": {name: [{"name": it["name"], "state": it["state"], "left": round(max(0.0, it["ends"] - now), 3)}
                              for it in items] for name, items in self.items.items()},
         }
@@ -145,14 +148,17 @@ class SimState:
                 button = lst.buttons.get(it["state"])
                 if button is not None and inside((rx1 + button.area[0], ry1 + button.area[1],
                                                   rx1 + button.area[2], ry1 + button.area[3])):
-                    return self._apply(button.do, now, lst, it) if self.holds(button.when) else []
+                    return self._apply(button.do, now, lst, it, page) if self.holds(button.when) else []
         for t in (t for t in self.spec.taps if t.page == page):
             box = self._click.get(t.button) if t.button is not None else t.area
             if box is not None and inside(box):
-                return self._apply(t.do, now) if self.holds(t.when) else []
+                return self._apply(t.do, now, page=page) if self.holds(t.when) else []
         return None
 
-    def _apply(self, do: list[Effect], now: float, row_list: ItemList | None = None, row: dict | None = None):
+    def _apply(self, do: list[Effect], now: float, row_list: ItemList | None = None, row: dict | None = None,
+               page: str | None = None):
+        if page is not None:
+            self.acted[page] = self.acted.get(page, 0) + 1
         shows = []
         for e in do:
             if e.show is not None:
