@@ -22,7 +22,6 @@ import functools
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -36,6 +35,7 @@ from engine.navigator import describe
 from engine.routes import canonical_page
 from engine.results import Observation, Outcome, ToolResult, did_you_mean, make_result
 from engine.schema import SwipeAction, TapAction
+from engine.toolspecs import SPECS, TOOL_NAMES, ToolSpec  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from engine.device.base import Device
@@ -52,39 +52,6 @@ SWIPE_MARGIN_S = 0.15
 """Room a swipe's bound keeps beyond the gesture's own duration (the command round trip)."""
 INTERRUPTED = ("timeout", "cancelled", "device_error")
 """Statuses of work that did not run through (for ``tool_success``)."""
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool: its name, the policy that bounds it, and what it does (the MCP description)."""
-
-    name: str
-    policy: str | None
-    default_bound: float
-    summary: str
-    acts: bool
-    """Whether it moves the game (and so takes the device lock)."""
-
-
-SPECS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolSpec("adb_health", "health", 1.8, "Check the device and the ADB connection; answers even mid-goto.",
-                 False),
-        ToolSpec("adb_screenshot", "screenshot", 2.8, "Take a screenshot: the frame as PNG and a black-frame flag.",
-                 False),
-        ToolSpec("adb_tap", "tap", 0.9, "Tap the point (x, y) in screen pixels, then observe the screen.", True),
-        ToolSpec("adb_swipe", "swipe", 0.95,
-                 "Swipe from (x1, y1) to (x2, y2) over duration_ms milliseconds, then observe the screen.", True),
-        ToolSpec("alas_state", "state", 2.9,
-                 "Observe the current page (popups, loading, evidence) and report the engine's belief.", False),
-        ToolSpec("alas_goto", "goto", 30.0,
-                 "Navigate to a page of the game graph and verify arrival by looking at the screen.", True),
-        ToolSpec("alas_tools", None, 1.0, "List the tasks alas_run can run, with their descriptions.", False),
-        ToolSpec("alas_run", "run", 60.0, "Run a named task and verify its outcome.", True),
-    )
-}
-TOOL_NAMES = tuple(SPECS)
 
 
 def encode_png(frame: np.ndarray) -> bytes:
