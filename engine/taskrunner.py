@@ -323,6 +323,7 @@ class _Execution:
             return
         inner = _Execution(self.runner, self.runner.book.get(step.task), self.ctx, self.depth + 1, self,
                            f"{path}/")
+        started, calls = self.ctx.clock(), self.ctx.attempts
         try:
             outcome = inner.execute()
         except Interrupted:
@@ -334,6 +335,7 @@ class _Execution:
         finally:
             self.obs = inner.obs
             self.collected += inner.collected
+            entry.update(seconds=round(self.ctx.clock() - started, 3), device_calls=self.ctx.attempts - calls)
         entry.update(collected=inner.collected, status=outcome.status)
         if outcome.ok:
             entry["why"] = outcome.text

@@ -73,9 +73,21 @@ class SimState:
             "counters": {c.name: self.value(c.name) for c in self.spec.counters},
             "dots": {d.name: self.holds(d.when) for d in self.spec.dots},
             "acted": dict(self.acted),
+            "actionable": {p: n for p in sorted({e.page for e in [*self.spec.lists, *self.spec.taps]})
+                           if (n := self.actionable(p))},
             "lists": {name: [{"name": it["name"], "state": it["state"], "left": round(max(0.0, it["ends"] - now), 3)}
                              for it in items] for name, items in self.items.items()},
         }
+
+    def actionable(self, page: str) -> int:
+        """How many taps on `page` would still change the state: rows whose button acts now, and conditional
+        taps whose condition holds (a chore that claims its page is done leaves none)."""
+        changes = lambda do: any(e.show is None for e in do)  # noqa: E731 - a popup alone changes nothing
+        rows = sum(1 for x in self.spec.lists if x.page == page for it, _ in self._rows(x)
+                   if (b := x.buttons.get(it["state"])) is not None and changes(b.do) and self.holds(b.when))
+        taps = sum(1 for t in self.spec.taps if t.page == page and t.when is not None and changes(t.do)
+                   and self.holds(t.when))
+        return rows + taps
 
     def _rows(self, x: ItemList):
         """(item, row box) for the rows of list `x` that fit in its area."""

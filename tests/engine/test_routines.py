@@ -126,3 +126,8 @@ def test_chore_report_counts_only_top_level_chores():
     ])
     assert [c["task"] for c in chores] == ["a", "b"]
     assert text == "1 done (2 collected); 1 nothing to collect: b"
+
+
+def test_resume_must_be_a_boolean(session):
+    result = session.tools.call("alas_run", {"name": "routine", "resume": "yes"})
+    assert result.status == "bad_argument" and "resume must be true or false" in result.text
