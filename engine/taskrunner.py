@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import EngineError, Interrupted, NavigationError
 from engine.results import Observation, Outcome
 from engine.schema import KeyAction, SwipeAction, TapAction
+from engine.stuck import Detectors
 from engine.tasks import (
     MAX_RUN_DEPTH,
     Condition,
@@ -36,6 +37,7 @@ from engine.tasks import (
     describe_condition,
     walk_steps,
 )
+from engine.tasksight import TaskSight
 from engine.taskvalues import compare
 
 if TYPE_CHECKING:
@@ -45,9 +47,13 @@ if TYPE_CHECKING:
     from engine.navigator import Navigator
 
 STEP_SETTLE_S = 0.3
+"""Pause after a task's own tap or key before looking at its effect."""
 STALLS_MAX = 3
 """Taps in a row that change nothing before a for_each_match step gives up (a lost tap is tried again)."""
-"""Pause after a task's own tap or key before looking at its effect."""
+RECOGNISE_LOOKS = 3
+"""Looks after a collecting tap until the frame is one the observer recognises (black frames pass)."""
+MATCHES_MAX = 20
+"""Matches looked at when checking that the tapped one is gone."""
 POLL_S = 0.1
 """Pause between looks of a wait_for step."""
 
@@ -66,6 +72,8 @@ class TaskRunner:
         self.nav = navigator
         self.book = book
         self.actuator = actuator or navigator.actuator
+        self.templates: dict[str, Any] = {}
+        """The buttons' templates, compiled once per runner (engine.tasksight)."""
         self.progress_dir = progress_dir
         """Where routines record what they did today (engine.taskprogress); None: nowhere, so no resuming."""
 
@@ -110,7 +118,7 @@ class _Execution:
         self.obs: Observation | None = parent.obs if parent else None
         self.progress: Progress | None = None
         """Today's record of a routine's chores (engine.taskprogress), for a top-level run."""
-        self._reads: tuple[Any, dict[str, str | None]] = (None, {})
+        self.sight = parent.sight if parent else TaskSight(self.nav, ctx, runner.templates)
 
     def execute(self) -> Outcome:
         nav, task = self.nav, self.task
@@ -203,14 +211,10 @@ class _Execution:
         else:
             self.ctx.record("task_step", step="tap", button=step.button)
             action = TapAction(type="tap", button=step.button)
-        before = self.nav.last_frame
+        before, frame = self.obs, self.nav.last_frame
         self._act(action, expected=self.obs.page if self.obs else None)
-        if step.collects:
-            from engine.stuck import same_pixels
-
-            after = self.nav.last_frame
-            if before is None or after is None or not same_pixels(before, after):
-                self.collected += 1
+        if step.collects and self._took_effect(before, frame, step.button, None):
+            self._collected_one()
 
     def _swipe(self, start: Any, end: Any, duration_ms: int) -> None:
         self.ctx.record("task_step", step="swipe", start=list(start), end=list(end))
@@ -252,8 +256,6 @@ class _Execution:
 
         A tap after which the screen did not change (a lost tap, a button that does nothing now) is not counted;
         it is tried again, and after STALLS_MAX such taps in a row the step fails."""
-        from engine.stuck import same_pixels
-
         taps = attempts = stalls = 0
         while attempts < step.max + STALLS_MAX:
             self.ctx.checkpoint()
@@ -266,32 +268,54 @@ class _Execution:
             point = ((x1 + x2) // 2, (y1 + y2) // 2)
             self.ctx.record("task_step", step="for_each_match", button=step.button, point=list(point),
                             score=round(float(score), 3))
-            before = self.nav.last_frame
+            before, frame = self.obs, self.nav.last_frame
             self._act(TapAction(type="tap", point=point), expected=self.obs.page if self.obs else None)
             attempts += 1
-            if before is not None and self.nav.last_frame is not None and same_pixels(before, self.nav.last_frame):
+            if not self._took_effect(before, frame, step.button, (step.area, point)):
                 stalls += 1
                 if stalls >= STALLS_MAX:
                     raise NavigationError(f"{step.button} at {list(point)} did nothing after {stalls} taps")
                 continue
             stalls = 0
             taps += 1
-            self.collected += 1
+            self._collected_one()
             for j, inner in enumerate(step.do):
                 self._step(inner, f"{path}/do/{j}")
             self._relocalise()
         return taps
 
-    def _template(self, button: str) -> Any:
-        """The button's template compiled once per runner (verifiers.template)."""
-        from engine.schema import TemplateSignature
-        from verifiers.template import compile_template
+    def _took_effect(self, before: Observation | None, frame: Any, button: str | None,
+                     spot: tuple[Any, tuple[int, int]] | None) -> bool:
+        """Whether a tap did what the screen can show, judged on a recognised frame (a black or loading frame
+        proves nothing, and on a live screen, animated or with a ticking timer, "the frame changed" proves nothing
+        either): the page changed, a popup appeared, or the button is gone (from the tapped spot `(area, point)`
+        for a match, from the screen for a declared button). A point tap falls back on the frame changing."""
+        from engine.stuck import same_pixels
 
-        cache = self.runner.__dict__.setdefault("_templates", {})
-        if button not in cache:
-            sig = TemplateSignature(type="template", button=button)
-            cache[button] = compile_template(sig, self.nav.graph, self.nav.observer.assets)
-        return cache[button]
+        for _ in range(RECOGNISE_LOOKS):
+            if self.obs.page is not None or self.obs.popups:
+                break
+            self.ctx.wait(POLL_S)
+            self._look(expected=before.page if before else None)
+        obs = self.obs
+        if obs.page is None and not obs.popups:
+            return False
+        if before is None or obs.page != before.page or set(obs.popups) - set(before.popups):
+            return True
+        if spot is not None:
+            area, (x, y) = spot
+            return not any(x1 <= x <= x2 and y1 <= y <= y2
+                           for (x1, y1, x2, y2), _ in self._matches(button, area, MATCHES_MAX))
+        if button is not None and (shows := self.sight.shows(button)) is not None:
+            return not shows
+        return frame is None or self.nav.last_frame is None or not same_pixels(frame, self.nav.last_frame)
+
+    def _collected_one(self) -> None:
+        """A collecting tap took effect: that is progress, so the stuck detectors start over. The reward popup
+        each collection brings is a new popup, not the old one coming back (twenty mails are twenty GET_ITEMS)."""
+        self.collected += 1
+        self.ctx.detectors.dismissed.clear()
+        self.ctx.detectors.clicks.clear()
 
     def _scroll(self, step: ScrollStep) -> tuple[bool, str]:
         """Swipe until `until` holds or the frame stops changing: (held, why)."""
@@ -324,6 +348,7 @@ class _Execution:
         inner = _Execution(self.runner, self.runner.book.get(step.task), self.ctx, self.depth + 1, self,
                            f"{path}/")
         started, calls = self.ctx.clock(), self.ctx.attempts
+        outer_detectors, self.ctx.detectors = self.ctx.detectors, Detectors()  # each chore is judged on its own
         try:
             outcome = inner.execute()
         except Interrupted:
@@ -333,6 +358,7 @@ class _Execution:
                 raise
             outcome = Outcome(False, exc.status, str(exc))
         finally:
+            self.ctx.detectors = outer_detectors
             self.obs = inner.obs
             self.collected += inner.collected
             entry.update(seconds=round(self.ctx.clock() - started, 3), device_calls=self.ctx.attempts - calls)
@@ -396,32 +422,12 @@ class _Execution:
 
     def _matches(self, button: str, area: Any, limit: int) -> list:
         """The button's template matches on the last frame inside `area` (default the screen), best first."""
-        from verifiers.template import find_matches
-
         if self.nav.last_frame is None:
             self._look(expected=self.obs.page if self.obs else None)
-        frame = self.nav.observer.prepare(self.nav.last_frame)
-        return find_matches(frame, self._template(button), tuple(area) if area else None, limit=limit)
+        return self.sight.matches(button, area, limit)
 
     def _field(self, name: str) -> str | None:
-        """A text field's value (its pattern's extract) on the last frame, read once per frame; None unread."""
-        from verifiers.ocr import read_value
-
-        frame = self.nav.last_frame
-        if frame is None:
-            return None
-        if self._reads[0] is not frame:
-            self._reads = (frame, {})
-        cache = self._reads[1]
-        if name not in cache:
-            spec = next((f for p in self.nav.graph.pages for f in p.fields if f.name == name), None)
-            if spec is None:
-                return None
-            text, value, confidence = read_value(self.nav.observer.prepare(frame), spec.area, spec.pattern)
-            self.ctx.record("read", field=name, page=self.obs.page if self.obs else None, text=text, value=value,
-                            confidence=round(float(confidence or 0), 3))
-            cache[name] = value
-        return cache[name]
+        return self.sight.field(name, self.obs.page if self.obs else None)
 
     def _relocalise(self) -> None:
         if self.obs is not None and self.obs.page is not None:

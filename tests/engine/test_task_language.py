@@ -243,3 +243,30 @@ def test_value_checks_are_validated_with_a_line(tmp_path, value, message):
                                                           f"[{{value: {value}}}]"))
     tasks, problems = read_tasks([folder / "tasks.yaml"])
     assert not tasks and problems and problems[0].line == 6 and message in problems[0].message, problems
+
+
+def test_a_lost_tap_is_not_counted_though_the_next_frame_differs(session, tmp_path, monkeypatch):
+    # Every tap on the list is lost and every other frame is black: the frame after each tap differs from the
+    # one before, yet the button is still under the tapped spot on the next recognised frame, so nothing counts.
+    faults = session.sim.game.faults
+    flip = iter([True, False] * 100)
+    result = _run(session, tmp_path, """tasks:
+  - name: setup
+    description: open the research list
+    steps: [{type: goto, page: page_research}]
+    success: [{page: page_research}]
+  - name: lost
+    description: collect finished research while every tap is lost
+    steps:
+      - {type: for_each_match, button: RESEARCH_FINISHED, area: [200, 110, 1000, 590], max: 2}
+    success: [{page: page_research}]
+""", "setup")
+    assert result.ok, result.text
+    before = session.sim.game.truth()["state"]["acted"].get("page_research", 0)
+    monkeypatch.setattr(faults, "drop_tap", lambda: True)
+    monkeypatch.setattr(faults, "black_frame", lambda: next(flip))
+    lost = session.tools.alas_run("lost")
+    monkeypatch.undo()
+    assert not lost.ok and "did nothing after 3 taps" in lost.text, lost.text
+    assert lost.data["collected"] == 0
+    assert session.sim.game.truth()["state"]["acted"].get("page_research", 0) == before
