@@ -97,6 +97,8 @@ def test_daily_soak_under_chaos(benchmark, capsys):
         for name, row in stats["per_chore"].items():
             print(f"  {name:<20} done {row['done']:>3} nothing {row['nothing']:>3} failed {row['failed']:>3}  "
                   f"median {row['seconds']:.2f} s, {row['calls']:.0f} device calls")
+        print(f"  claims that differ from the truth: {sum(len(r['mismatches']) for r in runs)}; "
+              f"false successes: {sum(len(r['false_successes']) for r in runs)}")
     benchmark.extra_info.update({"runs": len(runs), "per_chore": stats["per_chore"]})
     assert all(not r["false_successes"] for r in runs), [(r["seed"], r["false_successes"]) for r in runs]
     assert all(not r["mismatches"] for r in runs), [(r["seed"], r["mismatches"], r["text"]) for r in runs]

@@ -131,3 +131,19 @@ def test_chore_report_counts_only_top_level_chores():
 def test_resume_must_be_a_boolean(session):
     result = session.tools.call("alas_run", {"name": "routine", "resume": "yes"})
     assert result.status == "bad_argument" and "resume must be true or false" in result.text
+
+
+def test_the_daily_does_every_chore_on_a_full_day_and_a_rerun_finds_nothing_left(tmp_path, monkeypatch):
+    # Ten chores bring a dozen reward popups: each chore is judged by its own stuck detectors and each collection
+    # is progress, so the routine never mistakes the next reward for the last one coming back (PopupBlocking).
+    monkeypatch.setenv("ENGINE_HOME", str(tmp_path))
+    with open_session() as s:
+        chores = [step.task for step in s.tasks.book.get("daily").steps if step.type == "run"]
+        first = s.tools.alas_run("daily")
+        assert first.ok and first.status == "verified", first.text
+        assert [c["task"] for c in first.data["chores"]] == chores
+        assert all(c["outcome"] == "done" and c["collected"] >= 1 for c in first.data["chores"])
+        assert not any(s.sim.game.truth()["state"]["actionable"].values())
+        again = s.tools.alas_run("daily")
+        assert again.ok, again.text
+        assert all(c["collected"] == 0 for c in again.data["chores"])

@@ -220,7 +220,8 @@ def test_a_graph_without_tasks_gets_a_book_from_the_default_skills_file(tmp_path
     with open_session(graph_dir=folder) as s:
         assert s.skills_path == path
         assert s.tools.call("alas_tools", {}).data["tasks"] == [
-            {"name": "shop.by_swipe", "description": "shop.by_swipe skill", "kind": "skill"}]
+            {"name": "shop.by_swipe", "description": "shop.by_swipe skill", "kind": "skill",
+             "bound_s": s.tools.task_bound("shop.by_swipe")}]
         result = s.tools.call("alas_run", {"name": "shop.by_swipe"})
         assert result.ok, result.text
         assert s.sim.game.truth()["page"] == "page_shop"
