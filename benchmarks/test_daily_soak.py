@@ -5,8 +5,9 @@ Each run opens a fresh session (so the game holds a full day's chores: engine.si
 sim_state*.yaml) under ``benchmarks.test_soak.chaos`` with its own seed, runs ``alas_run daily`` once, and reads the
 simulator's state before and after. For every page a chore works on (the page of its first goto):
 
-- what the chores claim they collected there (``data.chores[*].collected``) must equal the taps that really changed
-  the state on that page (``truth.state.acted``): no claim without an effect, no effect left unreported;
+- what the chores claim they collected there (``data.chores[*].collected``) must equal what the taps on that page
+  really took (``truth.state.taken``: mails, missions, commissions, research projects...): no claim without an
+  effect, no effect left unreported;
 - a chore that ended ok (done or nothing to collect) must leave nothing on its page that a tap would still change
   (``truth.state.actionable``): zero false successes.
 
@@ -55,8 +56,8 @@ def run_daily(seed: int) -> dict:
         claimed[page] += int(chore.get("collected") or 0)
         page_ok[page] = page_ok.get(page, True) and chore["outcome"] == "done"  # every chore there claims ok
     ok_pages = {p for p, ok in page_ok.items() if ok}
-    acted = {p: after["acted"].get(p, 0) - before["acted"].get(p, 0) for p in set(pages.values())}
-    mismatches = {p: (claimed.get(p, 0), acted[p]) for p in acted if claimed.get(p, 0) != acted[p]}
+    taken = {p: after["taken"].get(p, 0) - before["taken"].get(p, 0) for p in set(pages.values())}
+    mismatches = {p: (claimed.get(p, 0), taken[p]) for p in taken if claimed.get(p, 0) != taken[p]}
     false = {p: after["actionable"][p] for p in ok_pages if after["actionable"].get(p)}
     return {"seed": seed, "status": result.status, "text": result.text, "chores": result.data.get("chores", []),
             "mismatches": mismatches, "false_successes": false}

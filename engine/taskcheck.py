@@ -13,6 +13,7 @@ from engine.tasks import (
     MAX_RUN_DEPTH,
     Condition,
     ForEachMatchStep,
+    MatchCheck,
     GotoStep,
     ReadStep,
     RepeatStep,
@@ -84,6 +85,8 @@ class _References:
         if isinstance(step, ForEachMatchStep):
             self.template(step.button, step.area, here)
             self.condition(step.until, (*here, "until"))
+        if isinstance(step, (TapStep, ForEachMatchStep)) and isinstance(step.collects, MatchCheck):
+            self.template(step.collects.button, step.collects.area, (*here, "collects"))
         if isinstance(step, ScrollStep):
             self.point(step.swipe.start, (*here, "swipe", "start"))
             self.point(step.swipe.end, (*here, "swipe", "end"))

@@ -25,6 +25,7 @@ from engine.tasks import (
     ForEachMatchStep,
     GotoStep,
     KeyStep,
+    MatchCheck,
     ReadStep,
     RepeatStep,
     RunStep,
@@ -211,10 +212,10 @@ class _Execution:
         else:
             self.ctx.record("task_step", step="tap", button=step.button)
             action = TapAction(type="tap", button=step.button)
-        before, frame = self.obs, self.nav.last_frame
+        before, frame, things = self.obs, self.nav.last_frame, self._things(step.collects)
         self._act(action, expected=self.obs.page if self.obs else None)
         if step.collects and self._took_effect(before, frame, step.button, None):
-            self._collected_one()
+            self._collected(things)
 
     def _swipe(self, start: Any, end: Any, duration_ms: int) -> None:
         self.ctx.record("task_step", step="swipe", start=list(start), end=list(end))
@@ -252,11 +253,12 @@ class _Execution:
             raise NavigationError(f"{describe_condition(step.until)} did not hold after {step.max} rounds")
 
     def _for_each_match(self, step: ForEachMatchStep, path: str) -> int:
-        """Tap the best match of the button's template, look again, repeat: how many taps took effect.
+        """Tap the best match of the button's template, look again, repeat: how many things the taps that took
+        effect collected (one per tap, or what `collects` counted).
 
-        A tap after which the screen did not change (a lost tap, a button that does nothing now) is not counted;
+        A tap whose effect the screen does not show (a lost tap, a button that does nothing now) is not counted;
         it is tried again, and after STALLS_MAX such taps in a row the step fails."""
-        taps = attempts = stalls = 0
+        taps = attempts = stalls = got = 0
         while attempts < step.max + STALLS_MAX:
             self.ctx.checkpoint()
             if taps >= step.max or (step.until is not None and self._holds(step.until)):
@@ -268,7 +270,7 @@ class _Execution:
             point = ((x1 + x2) // 2, (y1 + y2) // 2)
             self.ctx.record("task_step", step="for_each_match", button=step.button, point=list(point),
                             score=round(float(score), 3))
-            before, frame = self.obs, self.nav.last_frame
+            before, frame, things = self.obs, self.nav.last_frame, self._things(step.collects)
             self._act(TapAction(type="tap", point=point), expected=self.obs.page if self.obs else None)
             attempts += 1
             if not self._took_effect(before, frame, step.button, (step.area, point)):
@@ -277,12 +279,12 @@ class _Execution:
                     raise NavigationError(f"{step.button} at {list(point)} did nothing after {stalls} taps")
                 continue
             stalls = 0
-            taps += 1
-            self._collected_one()
+            taps, got = taps + 1, got + things
+            self._collected(things)
             for j, inner in enumerate(step.do):
                 self._step(inner, f"{path}/do/{j}")
             self._relocalise()
-        return taps
+        return got
 
     def _took_effect(self, before: Observation | None, frame: Any, button: str | None,
                      spot: tuple[Any, tuple[int, int]] | None) -> bool:
@@ -310,10 +312,17 @@ class _Execution:
             return not shows
         return frame is None or self.nav.last_frame is None or not same_pixels(frame, self.nav.last_frame)
 
-    def _collected_one(self) -> None:
+    def _things(self, collects: Any) -> int:
+        """How many things the next collecting tap takes: the matches of `collects` ({button, area}) on the frame
+        before it (at least one: the tap itself is what is seen to work), else one."""
+        if not isinstance(collects, MatchCheck):
+            return 1
+        return max(1, len(self._matches(collects.button, collects.area, MATCHES_MAX)))
+
+    def _collected(self, things: int) -> None:
         """A collecting tap took effect: that is progress, so the stuck detectors start over. The reward popup
         each collection brings is a new popup, not the old one coming back (twenty mails are twenty GET_ITEMS)."""
-        self.collected += 1
+        self.collected += things
         self.ctx.detectors.dismissed.clear()
         self.ctx.detectors.clicks.clear()
 

@@ -146,8 +146,11 @@ class TapStep(_Step):
     type: Literal["tap"]
     button: Name | None = None
     point: Point | None = Field(None, description="[x, y] in reference-resolution pixels, instead of a button.")
-    collects: bool = Field(False, description="This tap collects (a COLLECT ALL button): it counts in the result's "
-                           "`collected`, and a task whose collecting steps all skip did nothing to collect.")
+    collects: bool | MatchCheck = Field(False, description="This tap collects: it counts in the result's "
+                                        "`collected` (once; or, given {button, area}, a COLLECT ALL counting every "
+                                        "match of that template in the area just before the tap, each mail with "
+                                        "an attachment), and a task whose collecting steps all skip did nothing "
+                                        "to collect.")
 
     @model_validator(mode="after")
     def _one_target(self) -> TapStep:
@@ -204,6 +207,9 @@ class ForEachMatchStep(_Step):
     until: Condition | None = Field(None, description="Checked before each tap: once it holds, stop (the slots "
                                     "are full).")
     do: list[Step] = Field(default_factory=list, description="Steps run after each tap (dismiss the reward...).")
+    collects: MatchCheck | None = Field(None, description="What one tap collects, when it is more than one thing "
+                                        "(a COLLECT ALL): the matches of this template in the area just before "
+                                        "the tap. Default: each tap that took effect counts once.")
 
 
 class SwipeSpec(Model):

@@ -38,7 +38,10 @@ class SimState:
         }
         self._lists = {x.name: x for x in spec.lists}
         self.acted: dict[str, int] = {}
-        """Taps that changed the state, per page: what a chore that claims N collected must have done."""
+        """Taps that changed the state, per page."""
+        self.taken: dict[str, int] = {}
+        """Things those taps took, per page: the list items each removed or changed, or one for a tap that moved
+        only counters. What chores that claim N collected on a page must have done there."""
 
     # ---- reading
 
@@ -73,6 +76,7 @@ class SimState:
             "counters": {c.name: self.value(c.name) for c in self.spec.counters},
             "dots": {d.name: self.holds(d.when) for d in self.spec.dots},
             "acted": dict(self.acted),
+            "taken": dict(self.taken),
             "actionable": {p: n for p in sorted({e.page for e in [*self.spec.lists, *self.spec.taps]})
                            if (n := self.actionable(p))},
             "lists": {name: [{"name": it["name"], "state": it["state"], "left": round(max(0.0, it["ends"] - now), 3)}
@@ -169,9 +173,7 @@ class SimState:
 
     def _apply(self, do: list[Effect], now: float, row_list: ItemList | None = None, row: dict | None = None,
                page: str | None = None):
-        if page is not None:
-            self.acted[page] = self.acted.get(page, 0) + 1
-        shows = []
+        shows, things = [], 0
         for e in do:
             if e.show is not None:
                 shows.append(e.show)
@@ -184,6 +186,7 @@ class SimState:
                 lst = row_list if target == "row" else self._lists[target]
                 chosen = [row] if target == "row" else [it for it in self.items[lst.name]
                                                         if e.where is None or it["state"] == e.where]
+                things += len(chosen)
                 for it in chosen:
                     if e.remove is not None:
                         self.items[lst.name].remove(it)
@@ -191,5 +194,8 @@ class SimState:
                         it["state"] = e.to
                         if e.seconds is not None:
                             it["ends"] = now + e.seconds
+        if page is not None:
+            self.acted[page] = self.acted.get(page, 0) + 1
+            self.taken[page] = self.taken.get(page, 0) + max(1, things)
         return shows
 

@@ -44,19 +44,14 @@ def _finished(state: dict, name: str) -> int:
     return _count(state, name, "finished")
 
 
+PAGES = {"research.collect": "page_research", "tactical.collect": "page_tactical", "dorm.collect": "page_dorm",
+         "guild.logistics": "page_guild", "shop.free": "page_supply_pack", "meowfficer.free": "page_meowfficer"}
+
+
 def truth_change(name: str, before: dict, after: dict) -> int:
-    """What the chore really collected: the simulator's state before and after, in the chore's own unit."""
-    if name == "research.collect":
-        return _finished(before, "research_projects") - _finished(after, "research_projects")
-    if name == "tactical.collect":
-        return _finished(before, "tactical_classes") - _finished(after, "tactical_classes")
-    if name == "dorm.collect":  # one quick-collect tap takes every pickup
-        return int(bool(before["lists"]["dorm_pickups"]) and not after["lists"]["dorm_pickups"])
-    if name == "guild.logistics":
-        return _count(after, "guild_supply", "collected") - _count(before, "guild_supply", "collected")
-    if name == "shop.free":
-        return _count(after, "free_packs", "taken") - _count(before, "free_packs", "taken")
-    return _count(after, "meow_boxes", "bought") - _count(before, "meow_boxes", "bought")
+    """What the chore really collected: the things the taps on its page took, in the simulator's truth."""
+    page = PAGES[name]
+    return after["taken"].get(page, 0) - before["taken"].get(page, 0)
 
 
 def work_left(name: str, state: dict) -> bool:

@@ -76,7 +76,7 @@ def test_mail_collect_collects_all_when_mails_exist():
     assert result.ok and result.status == "verified", result.text
     assert len(before["lists"]["mails"]) == 3 and after["lists"]["mails"] == []
     assert after["counters"]["mail_count"] == 0 and not after["dots"]["mail_dot"]
-    assert result.data["collected"] == 1  # one collect-all tap took every mail
+    assert result.data["collected"] == 3  # one collect-all took every mail: three attachment markers gone
 
 
 def test_mail_collect_with_an_empty_mailbox_has_nothing_to_collect():
@@ -94,8 +94,8 @@ def test_reward_missions_collect_all_clears_the_red_dot():
     assert _states(before, "missions") == ["ready", "ready", "running"]
     assert _states(after, "missions") == ["done", "done", "running"] and not after["dots"]["mission_dot"]
     taps = [s["collected"] for s in result.data["steps"] if s["type"] == "for_each_match"]
-    assert taps == [1, 0]  # MISSION_MULTI once, then no MISSION_SINGLE left
-    assert result.data["collected"] == 1
+    assert taps == [2, 0]  # MISSION_MULTI once took both ready missions, then no MISSION_SINGLE left
+    assert result.data["collected"] == 2
 
 
 def test_reward_missions_single_rows_are_collected_one_by_one():
@@ -191,15 +191,14 @@ def _work_done(task: str, after: dict) -> bool:
     return after["counters"]["commission_running"] == 4 or not {"idle", "urgent"} & set(_states(after, "commissions"))
 
 
+PAGES = {"mail.collect": "page_mail", "reward.missions": "page_mission", "commission.collect": "page_commission",
+         "commission.dispatch": "page_commission"}
+
+
 def _changed(task: str, before: dict, after: dict) -> int:
-    if task == "mail.collect":
-        return int(len(after["lists"]["mails"]) < len(before["lists"]["mails"]))  # one collect-all
-    if task == "reward.missions":  # collect taps: MISSION_MULTI once for two or more, else one MISSION_SINGLE each
-        ready = _states(before, "missions").count("ready")
-        return 1 if ready >= 2 else ready
-    if task == "commission.collect":
-        return len(before["lists"]["commissions"]) - len(after["lists"]["commissions"])
-    return after["counters"]["commission_running"] - before["counters"]["commission_running"]
+    """What the taps on the chore's page really took (mails, missions, commissions), in the simulator's truth."""
+    page = PAGES[task]
+    return after["taken"].get(page, 0) - before["taken"].get(page, 0)
 
 
 @pytest.mark.parametrize("task", ["mail.collect", "reward.missions", "commission.collect", "commission.dispatch"])

@@ -224,6 +224,9 @@ def test_run_steps_are_checked_for_unknown_tasks_cycles_and_depth(tmp_path):
     ("{type: scroll, swipe: {start: [10, 10], end: [10, 9000]}, until: {page: page_mail}}", 5, "outside the screen"),
     ("{type: tap, button: MAIL_COLLECT, when: {value: {field: nope, op: gt, value: 1}}}", 5,
      "unknown text field 'nope'"),
+    ("{type: tap, button: MAIL_COLLECT, collects: {button: NOPE}}", 5, "unknown button 'NOPE'"),
+    ("{type: for_each_match, button: MAIL_COLLECT, collects: {button: MAIL_COLLECT, area: [0, 0, 9999, 9]}}", 5,
+     "is not inside the screen"),
 ])
 def test_new_steps_name_things_the_graph_has(tmp_path, step, line, message):
     problems = _problems(tmp_path, "tasks:\n" + _one("t", f"      - {step}\n"))

@@ -75,9 +75,10 @@ def test_mail_collect_all_empties_the_list_and_shows_get_items(game, graph):
     truth = game.truth()
     assert truth["popups"] == ["GET_ITEMS_1"] and truth["state"]["lists"]["mails"] == []
     assert truth["state"]["counters"]["mail_count"] == 0 and not truth["state"]["dots"]["mail_dot"]
+    assert truth["state"]["acted"]["page_mail"] == 1 and truth["state"]["taken"]["page_mail"] == 3  # one tap, 3 mails
     game.tap(*centre(graph.resolve().button("GET_ITEMS_1").click_area))
     game.tap(*centre(button.click_area))  # nothing left: the tap does nothing
-    assert game.truth()["popups"] == []
+    assert game.truth()["popups"] == [] and game.truth()["state"]["taken"]["page_mail"] == 3
 
 
 def test_commission_timers_run_on_the_virtual_clock_and_rows_collect(game, clock, spec):
