@@ -79,6 +79,13 @@ def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = Tr
     group.add_argument("--transcript", default=os.environ.get("ENGINE_TRANSCRIPT_DIR"), metavar="DIR",
                        help="folder for the JSONL transcript, traces and error bundles "
                             "(default: $ENGINE_TRANSCRIPT_DIR, else none)")
+    alas = parser.add_argument_group("ALAS (alas_wrapped: a user's own AzurLaneAutoScript tasks as alas:<Task>)")
+    alas.add_argument("--alas", default=os.environ.get("ALAS_DIR"), metavar="DIR",
+                      help="an ALAS checkout whose tasks alas_run runs in a worker (default: $ALAS_DIR)")
+    alas.add_argument("--alas-python", default=os.environ.get("ALAS_PYTHON"), metavar="PATH",
+                      help="the interpreter ALAS runs under (default: $ALAS_PYTHON, else the checkout's toolkit)")
+    alas.add_argument("--alas-config", default=os.environ.get("ALAS_CONFIG"), metavar="NAME",
+                      help="ALAS's config name, config/NAME.json (default: $ALAS_CONFIG, else alas)")
     if results:
         parser.add_argument("--json", action="store_true", help="print the whole ToolResult as JSON")
 
@@ -89,13 +96,28 @@ def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]
     from engine.session import open_session
 
     check_session_arguments(args)
+    providers = outside_tasks(args)
     session = open_session(
         args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
         seed=args.seed, transcript_dir=args.transcript, policies_file=args.policies, adb_host=args.adb_host,
-        adb_port=args.adb_port, control=getattr(args, "control", None),
+        adb_port=args.adb_port, control=getattr(args, "control", None), providers=providers,
     )
     session.tools.on_event = on_event
     return session.tools, session.close
+
+
+def outside_tasks(args: argparse.Namespace) -> list[Any]:
+    """The task providers the options ask for: an ALAS checkout's tasks with --alas (ConfigError when wrong)."""
+    if not getattr(args, "alas", None):
+        given = [f for f, v in (("--alas-python", getattr(args, "alas_python", None)),
+                                ("--alas-config", getattr(args, "alas_config", None))) if v]
+        if given:
+            raise ConfigError(f"{' and '.join(given)} given without --alas DIR (the ALAS checkout)")
+        return []
+    from alas_wrapped.checkout import Checkout
+    from alas_wrapped.provider import AlasProvider
+
+    return [AlasProvider(Checkout.open(args.alas, args.alas_python, args.alas_config))]
 
 
 def exit_code(result: ToolResult) -> int:
@@ -145,13 +167,17 @@ def emit(result: ToolResult, as_json: bool, out: TextIO) -> int:
 
 
 def progress(kind: str, entry: dict[str, Any]) -> None:
-    """One stderr line per hop, dismissal and recovery rung, while a navigation runs."""
+    """One stderr line per hop, dismissal, recovery rung and outside worker's output line, while a run goes on."""
     if kind == "action" and "hop" in entry:
         print(f"hop {entry.get('hop')}: {entry.get('source')} -> {entry.get('to')}", file=sys.stderr)
     elif kind == "dismiss":
         print(f"  dismissing {entry.get('popup')}", file=sys.stderr)
     elif kind == "recover":
         print(f"  unknown screen: trying {entry.get('rung')}", file=sys.stderr)
+    elif kind == "worker_log":  # an outside worker's output line (alas_wrapped), secrets redacted
+        from engine.transcript import redact
+
+        print(f"{entry.get('task')} | {redact(entry.get('line'))}", file=sys.stderr)
 
 
 def check_image_path(path: str) -> Path:

@@ -178,9 +178,11 @@ def describe(tools: Tools, name: str) -> str:
     text = f"{SPECS[name].summary} Bounded: answers within {tools.bound(name):g} s."
     if name == "alas_goto":
         text += f" Pages: {', '.join(p for p in tools.graph.page_names if p != tools.graph.unknown_page)}."
-    if name == "alas_run" and tools.tasks is not None:
-        text += f" Tasks: {', '.join(tools.tasks.names())}." if tools.tasks.names() else ""
-        longer = [f"{t} {tools.task_bound(t):g} s" for t in tools.tasks.names() if tools.task_bound(t) != tools.bound(name)]
+    if name == "alas_run":
+        names = (tools.tasks.names() if tools.tasks is not None else []) + \
+            [t["name"] for p in tools.providers for t in p.describe()]  # outside tasks too (alas:Commission)
+        text += f" Tasks: {', '.join(names)}." if names else ""
+        longer = [f"{t} {tools.task_bound(t):g} s" for t in names if tools.task_bound(t) != tools.bound(name)]
         text += f" Longer bounds: {', '.join(longer)}." if longer else ""
     return text
 

@@ -91,6 +91,7 @@ def open_session(
     sleep: Callable[[float], None] | None = None,
     skills: str | Path | None = None,
     control: str | None = None,
+    providers: list[Any] | None = None,
 ) -> Session:
     """Open everything a navigation needs.
 
@@ -107,6 +108,8 @@ def open_session(
         skills: the skills file to merge into the task book (default: the game's file under the agent's home,
             engine.agent.skills.skills_file, when it exists).
         control: what taps go through (adb, maatouch, minitouch, auto); default: the tap policy's control.
+        providers: runners of outside tasks (engine.providers; alas_wrapped.AlasProvider), listed and run by
+            alas_tools and alas_run beside the graph's tasks, and killed when the session closes.
 
     Raises:
         ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named
@@ -130,6 +133,7 @@ def open_session(
 
         session.tools = Tools.from_session(session, **({"clock": clock} if clock else {}),
                                            **({"sleep": sleep} if sleep else {}))
+        session.tools.providers = list(providers or ())
     except BaseException:
         session.close()
         raise

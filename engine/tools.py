@@ -32,6 +32,7 @@ from engine.context import RunContext
 from engine.device.frames import frame_problem
 from engine.errors import DeviceError, EngineError
 from engine.navigator import describe
+from engine.providers import TaskProvider, device_owner, outside_bound, provider_for, run_external
 from engine.routes import canonical_page
 from engine.results import Observation, Outcome, ToolResult, did_you_mean, make_result
 from engine.schema import SwipeAction, TapAction
@@ -99,15 +100,15 @@ class Tools:
                  on_event: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self.device, self.graph, self.observer, self.policies = device, graph, observer, policies
         self.navigator, self.tasks, self.transcript, self.bundle_dir = navigator, tasks, transcript, bundle_dir
-        self.unavailable = unavailable
-        self.on_event = on_event
+        self.unavailable, self.on_event = unavailable, on_event
         self._health = health or getattr(device, "health", None)
-        self.clock, self._sleep = clock, sleep
-        self.bounded = Bounded(clock)
+        self.clock, self._sleep, self.bounded = clock, sleep, Bounded(clock)
         self.actuator = navigator.actuator if navigator is not None else Actuator(device, graph)
         """Performs raw taps and swipes (the navigator's actuator, so both act alike)."""
         self.last_run: RunContext | None = None
         """The context of the last call that acted or looked through the navigator (its steps, for callers)."""
+        self.providers: list[TaskProvider] = []
+        """Runners of outside tasks (alas_wrapped's ALAS worker): listed and run beside the YAML tasks."""
 
     def sleep(self, seconds: float) -> None:
         """Pause on this Tools' time (the injected sleep: virtual in soaks and tests)."""
@@ -163,6 +164,8 @@ class Tools:
                                    text="this device has no health probe")
             health = self._health()
             body = health.to_dict() if hasattr(health, "to_dict") else dict(health)
+            for provider in self.providers:
+                body.update(provider.health())
             status = str(body.get("status") or getattr(health, "status", "unknown"))
             detail = body.get("detail") or body.get("message") or ""
             return self.result("adb_health", started, ok=bool(body.get("ok", status == "healthy")), status=status,
@@ -231,7 +234,8 @@ class Tools:
             return self.result("alas_state", started, ok=obs.page is not None,
                                status="verified" if obs.page else "unknown_screen", text=text, observation=obs,
                                tool_success=True, state_verification="observed",
-                               extra={"busy": busy, "belief": self.navigator.belief.to_dict(self.clock())})
+                               extra={"busy": busy, "belief": self.navigator.belief.to_dict(self.clock()),
+                                      "external": [p.state() for p in self.providers]})
 
         return self._bounded("alas_state", work, cancel, started)
 
@@ -257,8 +261,9 @@ class Tools:
             return self._unavailable("alas_tools", started, None)
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
-            tasks = [{**t, "bound_s": self.task_bound(t["name"])}
-                     for t in (self.tasks.book.describe() if self.tasks is not None else [])]
+            listed = (self.tasks.book.describe() if self.tasks is not None else []) + \
+                [t for p in self.providers for t in p.describe()]
+            tasks = [{**t, "bound_s": self.task_bound(t["name"])} for t in listed]
             names = ", ".join(t["name"] for t in tasks)
             return self.result("alas_tools", started, ok=True, status="ok",
                                text=f"{len(tasks)} task(s): {names}" if tasks else "no tasks", tool_success=True,
@@ -272,14 +277,18 @@ class Tools:
         if self.navigator is None:
             return self._unavailable("alas_run", started, name)
         names = self.tasks.names() if self.tasks is not None else []
-        if name not in names:
-            return self._unknown("alas_run", started, "task", name, names)
+        provider = provider_for(self.providers, name) if isinstance(name, str) else None
+        if name not in names and provider is None:
+            return self._unknown("alas_run", started, "task", name,
+                                 names + [t["name"] for p in self.providers for t in p.describe()])
         if not isinstance(resume, bool):
             return self.result("alas_run", started, ok=False, status="bad_argument",
                                text=f"alas_run: resume must be true or false, not {resume!r}", target=name)
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             ctx = self._context("run", name, stop, deadline)
+            if provider is not None:
+                return self._conclude("alas_run", ctx, run_external(self.navigator, provider, name, ctx), started)
             return self._conclude("alas_run", ctx, self.tasks.run(name, ctx, resume=resume), started)
 
         return self._bounded("alas_run", work, cancel, started, target=name, exclusive=True,
@@ -287,6 +296,9 @@ class Tools:
 
     def task_bound(self, name: str) -> float:
         """The bound of running task `name`: its own policy's timeout (a daily routine names one), else alas_run's."""
+        outside = outside_bound(self.providers, name, self.policies)
+        if outside is not None:
+            return outside
         known = self.tasks is not None and name in self.tasks.names()
         policy = self.tasks.book.get(name).policy if known else None
         if policy is not None and self.policies is not None:
@@ -297,7 +309,9 @@ class Tools:
         return self.bound("alas_run")
 
     def close(self, timeout: float = 2.0) -> None:
-        """Wait a little for workers that are still finishing (they were told to stop when they timed out)."""
+        """Kill outside workers still running; wait a little for ours that are finishing (told to stop)."""
+        for provider in self.providers:
+            provider.close()
         self.bounded.close(timeout)
 
     # ------------------------------------------------------------------------------------------- results
@@ -371,6 +385,10 @@ class Tools:
                 return self.result(name, started, ok=False, status="error",
                                    text=f"{name} failed: {type(exc).__name__}: {exc}", target=target)
 
+        owner = device_owner(self.providers) if exclusive else None
+        if owner is not None:
+            return self.result(name, started, ok=False, status="busy", text=f"{name}: {owner}", target=target,
+                               tool_success=False, state_verification="not_checked")
         answer = self.bounded.run(name, guarded, deadline=started + (bound or self.bound(name)), cancel=cancel,
                                   exclusive=exclusive)
         if isinstance(answer, Overrun):

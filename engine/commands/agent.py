@@ -73,7 +73,7 @@ def _agent(args: argparse.Namespace) -> int:
     from engine.agent.loop import Agent, AgentConfig
     from engine.agent.memory import EpisodicMemory
     from engine.agent.skills import SkillStore, agent_home, game_dir
-    from engine.cli import check_session_arguments, emit
+    from engine.cli import check_session_arguments, emit, outside_tasks
     from engine.loader import load_graph
     from engine.policies import load_policies
     from engine.session import open_session
@@ -96,7 +96,8 @@ def _agent(args: argparse.Namespace) -> int:
             game_dir(agent_home(), graph) / "episodes" / state.episode
     session = open_session(args.serial, graph_dir=args.graph, server=args.server, assets=args.assets,
                            scenario=args.scenario, seed=args.seed, policies_file=args.policies,
-                           adb_host=args.adb_host, adb_port=args.adb_port, transcript_dir=folder)
+                           adb_host=args.adb_host, adb_port=args.adb_port, transcript_dir=folder,
+                           providers=outside_tasks(args))
     try:
         home = game_dir(agent_home(), session.graph)
         agent = Agent(session.tools, provider, memory=EpisodicMemory(home / "episodes.jsonl"),

@@ -8,7 +8,7 @@ import socket
 import sys
 from pathlib import Path
 
-from engine.cli import add_session_arguments, check_session_arguments, port
+from engine.cli import add_session_arguments, check_session_arguments, outside_tasks, port
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def _serve(args: argparse.Namespace) -> int:
     session = open_session(
         args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
         seed=args.seed, transcript_dir=transcript, policies_file=args.policies, adb_host=args.adb_host,
-        adb_port=args.adb_port,
+        adb_port=args.adb_port, providers=outside_tasks(args),
     )
     app = create_app(session, graph_dir=args.graph, assets_dir=args.assets, transcript_dir=transcript,
                      captures_dir=captures)

@@ -13,13 +13,14 @@ def _cli(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from engine.cli import check_session_arguments, open_tools
+    from engine.cli import check_session_arguments, open_tools, outside_tasks
     from engine.errors import ConfigError
     from engine.mcp_server import serve
 
     if args.transport == "stdio" and (args.host is not None or args.port is not None):
         raise ConfigError("--host and --port only apply to --transport http (stdio has no address)")
     check_session_arguments(args)  # before the transport starts: a refused flag is one line, not a dead server
+    outside_tasks(args)  # a wrong --alas checkout too
     serve(lambda: open_tools(args), transport=args.transport, host=args.host or "127.0.0.1", port=args.port or 8000)
     return 0
 

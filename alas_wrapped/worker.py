@@ -1,0 +1,173 @@
+"""A child program in its own process group, bounded and killable: what runs an ALAS task for the engine.
+
+The worker starts the program with ``start_new_session`` (a new session and process group whose id is the child's
+pid), so everything the task spawns stays in that group. Its output lines are read on a thread into a queue that the
+engine's run thread drains (so the transcript is written from one thread). ``wait`` returns when the program exits,
+the deadline comes or the run is cancelled; ``kill`` sends TERM to the whole group, waits a grace period, sends KILL
+to whatever is left, and checks that no member of the group is still alive (zombies waiting to be reaped by init do
+not count: they run nothing).
+
+Linux (and other POSIX systems with /proc): process groups and /proc are how the group is found and ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+LAST_LINES = 40
+"""Output lines kept for the result."""
+MAX_LINE = 2000
+"""Characters kept of one output line (a task that prints a megabyte on one line cannot flood the transcript)."""
+POLL_S = 0.05
+TERM_GRACE_S = 2.0
+"""Time the group gets to end after TERM before KILL."""
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of live (not zombie) processes in process group `pgid`, read from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after the last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+class Worker:
+    """One run of a program in its own process group."""
+
+    def __init__(self, argv: Sequence[str], *, cwd: str | Path | None = None, env: dict[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.argv, self.cwd, self.env, self.clock = list(argv), cwd, env, clock
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.last: deque[str] = deque(maxlen=LAST_LINES)
+        self.started_at: float | None = None
+        self.killed: str | None = None
+        """Why the group was killed (timeout, cancelled, shutdown), or None."""
+        self._reader: threading.Thread | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> None:
+        """Start the program (OSError when it cannot be started: no such interpreter, not executable)."""
+        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                     bufsize=1, start_new_session=True)
+        self.started_at = self.clock()
+        self._reader = threading.Thread(target=self._read, name=f"worker-{self.proc.pid}-out", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip("\r\n")[:MAX_LINE]
+            self.last.append(line)
+            self.lines.put(line)
+
+    def drain(self) -> list[str]:
+        """The output lines read since the last drain."""
+        out = []
+        while True:
+            try:
+                out.append(self.lines.get_nowait())
+            except queue.Empty:
+                return out
+
+    def wait(self, deadline: float, stop: threading.Event | None = None,
+             on_lines: Callable[[list[str]], None] | None = None) -> str:
+        """Until the program exits ("exited"), the deadline ("timeout") or `stop` ("cancelled"); lines read
+        meanwhile go to `on_lines` from this thread."""
+        assert self.proc is not None
+        while True:
+            if on_lines is not None and (lines := self.drain()):
+                on_lines(lines)
+            if self.proc.poll() is not None:
+                self._finish_reading()
+                if on_lines is not None and (lines := self.drain()):
+                    on_lines(lines)
+                return "exited"
+            if stop is not None and stop.is_set():
+                return "cancelled"
+            if self.clock() >= deadline:
+                return "timeout"
+            time.sleep(POLL_S)
+
+    def _finish_reading(self) -> None:
+        """Let the reader take the last lines; a grandchild may hold the pipe open, so never wait long."""
+        if self._reader is not None:
+            self._reader.join(0.5)
+            if not self._reader.is_alive() and self.proc is not None and self.proc.stdout is not None:
+                self.proc.stdout.close()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode if self.proc is not None else None
+
+    def alive(self) -> list[int]:
+        """Live members of the worker's group (the program and anything it spawned)."""
+        return group_members(self.proc.pid) if self.proc is not None else []
+
+    def kill(self, why: str, grace: float = TERM_GRACE_S) -> list[int]:
+        """End the whole group: TERM, up to `grace` seconds, then KILL. Returns pids that survived (none, normally)."""
+        if self.proc is None:
+            return []
+        pgid = self.proc.pid
+        if not self.alive():
+            self._reap()
+            return []
+        self.killed = self.killed or why
+        log.warning("killing the worker's process group %d (%s)", pgid, why)
+        self._signal(pgid, signal.SIGTERM)
+        end = self.clock() + grace
+        while self.alive() and self.clock() < end:
+            self._reap()
+            time.sleep(POLL_S)
+        if self.alive():
+            self._signal(pgid, signal.SIGKILL)
+            end = self.clock() + 1.0
+            while self.alive() and self.clock() < end:
+                self._reap()
+                time.sleep(POLL_S)
+        self._reap()
+        left = self.alive()
+        if left:
+            log.error("processes %s of group %d survived KILL", left, pgid)
+        self._finish_reading()
+        return left
+
+    def _reap(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=0)
+            except subprocess.TimeoutExpired:
+                pass
+
+    @staticmethod
+    def _signal(pgid: int, sig: int) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError as exc:
+            log.error("cannot signal process group %d: %s", pgid, exc)
