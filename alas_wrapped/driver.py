@@ -28,6 +28,19 @@ def snake(task: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", task).lower()
 
 
+def die_with_parent() -> None:
+    """Linux: end this driver when the engine's thread that started it goes away, even by SIGKILL (the engine
+    kills the whole process group itself whenever it can; this covers the case where it cannot)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
 def report(ok: bool, task: str, **more: object) -> None:
     print(f"{MARK} {json.dumps({'ok': ok, 'task': task, **more})}", flush=True)
 
@@ -40,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serial", default=None, help="the device serial ALAS must use")
     args = parser.parse_args(argv)
 
+    die_with_parent()
     os.chdir(args.root)
     sys.path.insert(0, os.path.abspath(args.root))
     try:

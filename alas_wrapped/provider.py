@@ -9,6 +9,7 @@ cancel or at engine shutdown the whole group is killed (TERM, then KILL) and che
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -41,6 +42,7 @@ class AlasProvider:
         self._current: Worker | None = None
         self._task: str | None = None
         self._lock = threading.Lock()
+        atexit.register(self.close)  # a backstop: however the engine exits, no worker outlives it
 
     # -------------------------------------------------------------------------------------------- listing
 

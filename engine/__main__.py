@@ -12,6 +12,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 from typing import NoReturn
 
@@ -95,7 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, _terminated)
     return run(args)
+
+
+def _terminated(signum: int, frame: object) -> NoReturn:
+    """SIGTERM ends the command like Ctrl-C: through its `finally` blocks, so sessions close, the simulator stops
+    and outside workers (alas_wrapped) are killed, instead of the process vanishing and leaving them running."""
+    raise KeyboardInterrupt("terminated")
 
 
 if __name__ == "__main__":

@@ -100,16 +100,13 @@ def open_session(
         graph_dir: the page graph folder (default: the shipped default graph).
         server: game server whose per-server values apply (default: the graph's first declared server).
         assets: an asset pack directory (ALAS layout or ours); None uses the simulator's synthetic pack.
-        scenario: a simulator fault scenario (path or engine.sim.scenario.Scenario), embedded simulator only.
-        seed: the simulator's seed.
+        scenario, seed: a simulator fault scenario (path or engine.sim.scenario.Scenario) and the simulator's seed.
         transcript_dir: where the JSONL ledger, traces and error bundles go (None: no transcript).
         adb_host, adb_port: the ADB server of a real device (default: the environment's, else 127.0.0.1:5037).
         clock, sleep: injectable for tests (the simulator and every run keep time with them).
-        skills: the skills file to merge into the task book (default: the game's file under the agent's home,
-            engine.agent.skills.skills_file, when it exists).
+        skills: the skills file merged into the task book (default: engine.agent.skills.skills_file, if there).
         control: what taps go through (adb, maatouch, minitouch, auto); default: the tap policy's control.
-        providers: runners of outside tasks (engine.providers; alas_wrapped.AlasProvider), listed and run by
-            alas_tools and alas_run beside the graph's tasks, and killed when the session closes.
+        providers: runners of outside tasks (engine.providers, e.g. alas_wrapped's), killed when the session closes.
 
     Raises:
         ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named
@@ -133,7 +130,7 @@ def open_session(
 
         session.tools = Tools.from_session(session, **({"clock": clock} if clock else {}),
                                            **({"sleep": sleep} if sleep else {}))
-        session.tools.providers = list(providers or ())
+        session.tools.providers = list(providers or ())  # listed and run by alas_tools and alas_run
     except BaseException:
         session.close()
         raise

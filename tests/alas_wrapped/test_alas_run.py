@@ -264,3 +264,27 @@ def test_an_mcp_client_lists_and_runs_alas_tasks_while_health_answers(checkout, 
         assert reward["ok"] and reward["data"]["tool_success"] and reward["data"]["state_verification"] == "verified"
     finally:
         close()
+
+
+def test_sigterm_to_the_engine_kills_the_worker_group_before_it_exits(checkout):
+    import re
+    import signal
+
+    engine = subprocess.Popen([sys.executable, "-m", "engine", "-v", "run", "alas:Stubborn", "--alas", str(checkout),
+                               "--alas-python", sys.executable], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    pid, seen = None, []
+    try:
+        for line in engine.stderr:  # bounded by the worker's own 60 s bound at worst; it prints within a second
+            seen.append(line)
+            pid = pid or (int(m.group(1)) if (m := re.search(r"worker (\d+) started", line)) else None)
+            if "parent ignores TERM too" in line:
+                break
+        assert pid is not None, "".join(seen[-20:])
+        engine.send_signal(signal.SIGTERM)
+        assert engine.wait(timeout=30) == 130
+    finally:
+        engine.kill()
+        engine.wait()
+        engine.stderr.close()
+    assert not group_members(pid)
