@@ -202,7 +202,7 @@ def _changed(task: str, before: dict, after: dict) -> int:
 
 
 @pytest.mark.parametrize("task", ["mail.collect", "reward.missions", "commission.collect", "commission.dispatch"])
-@pytest.mark.parametrize("seed", [3, 11, 29])
+@pytest.mark.parametrize("seed", [3, 29])
 def test_under_chaos_no_false_success_and_the_claim_matches_the_truth(task, seed):
     result, before, after = _run(task, chaos_seed=seed)
     if result.ok:
