@@ -14,8 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from engine.errors import ConfigError
 
@@ -85,9 +84,17 @@ class Checkout:
 
 
 def read_tasks(root: Path) -> list[AlasTask]:
-    """The tasks ALAS's task.yaml declares (groups that include Scheduler), described from its English i18n."""
+    """The tasks ALAS's task.yaml declares (groups that include Scheduler), described from its English i18n.
+    The file is read as untrusted YAML (engine.yamlsafe: size, nesting and aliases bounded)."""
+    from engine.yamlsafe import parse, read_text
+
     path = root / TASK_FILE
-    groups = _load(path, yaml.safe_load)
+    text, issue = read_text(path)
+    parsed = parse(text) if text is not None else None
+    issue = issue or (parsed.issues[0] if parsed is not None and parsed.issues else None)
+    if issue is not None:
+        raise ConfigError(issue.message, file=str(path), line=issue.line, col=issue.col)
+    groups = parsed.data
     if not isinstance(groups, dict):
         raise ConfigError("expected a mapping of task name to settings groups", file=str(path))
     help_text = _descriptions(root)
@@ -103,7 +110,7 @@ def _descriptions(root: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     try:
-        data = _load(path, json.loads)
+        data = _load_json(path)
     except ConfigError:
         return {}  # descriptions are a nicety: a broken i18n file leaves the plain names
     out = {}
@@ -114,15 +121,13 @@ def _descriptions(root: Path) -> dict[str, str]:
     return out
 
 
-def _load(path: Path, parse):  # noqa: ANN001, ANN202 - yaml.safe_load or json.loads
+def _load_json(path: Path) -> Any:
     try:
         if path.stat().st_size > MAX_FILE:
             raise ConfigError(f"larger than {MAX_FILE // 1024 // 1024} MB", file=str(path))
-        return parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise ConfigError(f"cannot read it: {exc}", file=str(path),
-                          line=line + 1 if line is not None else getattr(exc, "lineno", None)) from None
+        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"cannot read it: {exc}", file=str(path), line=getattr(exc, "lineno", None)) from None
 
 
 def _default_python(root: Path) -> str | None:

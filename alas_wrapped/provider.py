@@ -121,7 +121,7 @@ class AlasProvider:
         verdict = _verdict(last)
         code = worker.returncode
         extra = {"pid": worker.pid, "exit_code": code, "killed": worker.killed if end != "exited" else None,
-                 "survivors": survivors, "last_lines": last[-SHOWN_LINES:]}
+                 "survivors": survivors, "last_lines": last[-SHOWN_LINES:], "dropped_lines": worker.dropped}
         if verdict is not None and verdict.get("error"):
             extra["error"] = verdict["error"]
         if end == "timeout":

@@ -29,6 +29,8 @@ LAST_LINES = 40
 """Output lines kept for the result."""
 MAX_LINE = 2000
 """Characters kept of one output line (a task that prints a megabyte on one line cannot flood the transcript)."""
+MAX_PENDING = 10_000
+"""Output lines waiting to be recorded; beyond that a flood is counted (``dropped``), not kept."""
 POLL_S = 0.05
 TERM_GRACE_S = 2.0
 """Time the group gets to end after TERM before KILL."""
@@ -61,6 +63,8 @@ class Worker:
         self.lines: queue.Queue[str] = queue.Queue()
         self.last: deque[str] = deque(maxlen=LAST_LINES)
         self.started_at: float | None = None
+        self.dropped = 0
+        """Output lines not recorded because too many were waiting (a task printing faster than we record)."""
         self.killed: str | None = None
         """Why the group was killed (timeout, cancelled, shutdown), or None."""
         self._reader: threading.Thread | None = None
@@ -79,11 +83,22 @@ class Worker:
         self._reader.start()
 
     def _read(self) -> None:
+        """Lines of at most MAX_LINE characters (the rest of a longer one is skipped, never held in memory);
+        while more than MAX_PENDING wait to be recorded, new ones are counted and dropped, not queued."""
         assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.rstrip("\r\n")[:MAX_LINE]
+        out, skipping = self.proc.stdout, False
+        while chunk := out.readline(MAX_LINE + 1):
+            ended = chunk.endswith("\n")
+            if skipping:
+                skipping = not ended
+                continue
+            line = chunk.rstrip("\r\n")[:MAX_LINE]
+            skipping = not ended and len(chunk) > MAX_LINE
             self.last.append(line)
-            self.lines.put(line)
+            if self.lines.qsize() < MAX_PENDING:
+                self.lines.put(line)
+            else:
+                self.dropped += 1
 
     def drain(self) -> list[str]:
         """The output lines read since the last drain."""

@@ -72,8 +72,8 @@ def worker_pid(result) -> int:
 def test_discovery_reads_the_checkout_as_data_and_lists_alas_tasks_beside_ours(session):
     tasks = {t["name"]: t for t in session.tools.alas_tools().data["tasks"]}
     alas = sorted(n for n in tasks if n.startswith("alas:"))
-    assert alas == ["alas:Chatty", "alas:Commission", "alas:Crash", "alas:Fail", "alas:Hang", "alas:Mail",
-                    "alas:Reward", "alas:Stubborn"]  # settings groups (Alas, General) and the login-like Restart: not
+    assert alas == ["alas:Chatty", "alas:Commission", "alas:Crash", "alas:Fail", "alas:Flood", "alas:Hang",
+                    "alas:Mail", "alas:Reward", "alas:Stubborn"]  # settings groups (Alas, General) and the login-like Restart: not
     assert "mail.collect" in tasks and "daily" in tasks  # our YAML tasks stay listed
     assert tasks["alas:Commission"]["description"] == "ALAS: Commission - Collect finished commissions and " \
                                                        "dispatch new ones"
@@ -88,6 +88,12 @@ def test_discovery_reads_the_checkout_as_data_and_lists_alas_tasks_beside_ours(s
     (lambda f: (f / "config" / "alas.json").unlink(), "no config/alas.json"),
     (lambda f: (f / "module/config/argument/task.yaml").write_text("Commission: [Scheduler\n  bad: ]"),
      "task.yaml:2"),
+    (lambda f: (f / "module/config/argument/task.yaml").write_text(
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, "
+                                                          f"*{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))),
+     "task.yaml"),  # a billion laughs: refused at once, not expanded
+    (lambda f: (f / "module/config/argument/task.yaml").write_text("- just\n- a list\n"),
+     "expected a mapping of task name to settings groups"),
 ])
 def test_a_wrong_checkout_is_a_clear_config_error(checkout, change, message):
     change(checkout)
@@ -112,7 +118,7 @@ def test_the_cli_runs_an_alas_task_and_health_shows_the_checkout(checkout):
     health = subprocess.run([sys.executable, "-m", "engine", "health", *common], capture_output=True, text=True,
                             timeout=120, cwd=ROOT)
     alas = json.loads(health.stdout)["data"]["health"]["alas"]
-    assert alas["root"] == str(checkout.resolve()) and alas["python"] == sys.executable and alas["tasks"] == 8
+    assert alas["root"] == str(checkout.resolve()) and alas["python"] == sys.executable and alas["tasks"] == 9
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -164,6 +170,18 @@ def test_every_output_line_reaches_the_transcript_and_no_secret_reaches_the_work
     lines = [e["line"] for e in map(json.loads, text.splitlines()) if e.get("kind") == "worker_log"]
     assert [x for x in lines if x.startswith("line ")] == [f"line {i}" for i in range(200)]
     assert "key=None" in lines and "literal-key-5678" not in text
+
+
+def test_a_flood_of_output_is_cut_and_bounded_not_held(session):
+    result = session.tools.alas_run("alas:Flood")
+    assert result.ok, result.text
+    worker = result.data["worker"]
+    assert all(len(line) <= 2000 for line in worker["last_lines"]) and worker["last_lines"][-2] == "flood 29999"
+    text = session.transcript.path.read_text()
+    logged = [e["line"] for e in map(json.loads, text.splitlines()) if e.get("kind") == "worker_log"]
+    long = next(i for i, x in enumerate(logged) if x.startswith("xxx"))
+    assert logged[long + 1] == "flood 0"  # the rest of the 5 MB line was skipped, not read as more lines
+    assert max(map(len, logged)) == 2000 and len(logged) + worker["dropped_lines"] >= 30_000
 
 
 def test_login_like_tasks_are_refused_with_a_pointer_to_ours(session):

@@ -71,6 +71,14 @@ class AzurLaneAutoScript:
         for i in range(200):
             print(f"line {i}", flush=True)
 
+    def flood(self):
+        import sys as _sys
+
+        _sys.stdout.write("x" * 5_000_000 + "\n")  # one 5 MB line
+        for i in range(30_000):
+            _sys.stdout.write(f"flood {i}\n")
+        _sys.stdout.flush()
+
     def hang(self):
         print("waiting forever", flush=True)
         while 1:
