@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 DRIVER = Path(__file__).resolve().parent / "driver.py"
 LOGIN_TASK = "login"
 """Our own bounded login task, which the refusal of ALAS's login-like tasks points to."""
+ALAS_ADB_SERVER = ("127.0.0.1", 5037)
+"""The ADB server real ALAS always uses (``AdbClient('127.0.0.1', 5037)``); adbutils-based tools read the
+ANDROID_ADB_SERVER_* variables the worker also gets."""
 SHOWN_LINES = 10
 """Last output lines in the result."""
 
@@ -69,6 +72,11 @@ class AlasProvider:
         if task not in known:
             return ExternalRun(False, "not_started", f"{name}: ALAS at {self.checkout.root} declares no task "
                                f"{task!r}")
+        server = (getattr(device, "host", None), getattr(device, "port", None))
+        if server[0] is not None and server != ALAS_ADB_SERVER:
+            log.warning("%s: the device is behind the ADB server %s:%s, but ALAS connects to %s:%s (hard-coded in "
+                        "its module/device/connection.py); serve the device there for ALAS to reach it",
+                        name, *server, *ALAS_ADB_SERVER)
         worker = Worker(self._argv(task, device), cwd=self.checkout.root, env=self._env(device))
         try:
             worker.start()
