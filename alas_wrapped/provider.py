@@ -86,7 +86,8 @@ class AlasProvider:
             self._current, self._task = worker, name
         log.info("%s: worker %d started (bound %.1f s)", name, worker.pid, budget_s)
         try:
-            end = worker.wait(ctx.clock() + budget_s, ctx.cancel, lambda lines: self._stream(ctx, name, lines))
+            # The worker is a real process: its deadline is on the worker's (real) clock, whatever the run's is.
+            end = worker.wait(worker.clock() + budget_s, ctx.cancel, lambda lines: self._stream(ctx, name, lines))
             survivors = worker.kill("timeout" if end == "timeout" else "cancelled" if end == "cancelled" else
                                     "leftovers after exit")
         finally:
