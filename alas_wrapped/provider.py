@@ -85,12 +85,12 @@ class AlasProvider:
         with self._lock:
             self._current, self._task = worker, name
         log.info("%s: worker %d started (bound %.1f s)", name, worker.pid, budget_s)
+        end = "error"
         try:
             # The worker is a real process: its deadline is on the worker's (real) clock, whatever the run's is.
             end = worker.wait(worker.clock() + budget_s, ctx.cancel, lambda lines: self._stream(ctx, name, lines))
-            survivors = worker.kill("timeout" if end == "timeout" else "cancelled" if end == "cancelled" else
-                                    "leftovers after exit")
-        finally:
+        finally:  # however the wait ended (even by an exception here), nothing of the group is left running
+            survivors = worker.kill({"exited": "leftovers after exit"}.get(end, end))
             with self._lock:
                 self._current, self._task = None, None
         self._stream(ctx, name, worker.drain())
@@ -129,7 +129,7 @@ class AlasProvider:
         last = list(worker.last)
         verdict = _verdict(last)
         code = worker.returncode
-        extra = {"pid": worker.pid, "exit_code": code, "killed": worker.killed if end != "exited" else None,
+        extra = {"pid": worker.pid, "exit_code": code, "killed": worker.killed,
                  "survivors": survivors, "last_lines": last[-SHOWN_LINES:], "dropped_lines": worker.dropped}
         if verdict is not None and verdict.get("error"):
             extra["error"] = verdict["error"]
