@@ -73,7 +73,7 @@ def test_discovery_reads_the_checkout_as_data_and_lists_alas_tasks_beside_ours(s
     tasks = {t["name"]: t for t in session.tools.alas_tools().data["tasks"]}
     alas = sorted(n for n in tasks if n.startswith("alas:"))
     assert alas == ["alas:Chatty", "alas:Commission", "alas:Crash", "alas:Fail", "alas:Flood", "alas:Hang",
-                    "alas:Mail", "alas:Reward", "alas:Stubborn"]  # settings groups (Alas, General) and the login-like Restart: not
+                    "alas:Mail", "alas:Orphan", "alas:Reward", "alas:Stubborn"]  # settings groups (Alas, General) and the login-like Restart: not
     assert "mail.collect" in tasks and "daily" in tasks  # our YAML tasks stay listed
     assert tasks["alas:Commission"]["description"] == "ALAS: Commission - Collect finished commissions and " \
                                                        "dispatch new ones"
@@ -118,7 +118,7 @@ def test_the_cli_runs_an_alas_task_and_health_shows_the_checkout(checkout):
     health = subprocess.run([sys.executable, "-m", "engine", "health", *common], capture_output=True, text=True,
                             timeout=120, cwd=ROOT)
     alas = json.loads(health.stdout)["data"]["health"]["alas"]
-    assert alas["root"] == str(checkout.resolve()) and alas["python"] == sys.executable and alas["tasks"] == 9
+    assert alas["root"] == str(checkout.resolve()) and alas["python"] == sys.executable and alas["tasks"] == 10
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -203,6 +203,13 @@ def test_an_overrunning_task_is_killed_with_its_whole_group_inside_the_bound(ses
     assert elapsed < bound, elapsed
     assert result.data["worker"]["survivors"] == [] and not group_members(worker_pid(result))
     assert result.data["observation"]["page"] == "page_login"
+
+
+def test_what_a_task_leaves_running_after_it_exits_is_killed_and_reported(session):
+    result = session.tools.alas_run("alas:Orphan")
+    assert result.ok and result.status == "verified", result.text  # the task itself succeeded
+    assert result.data["worker"]["killed"] == "leftovers after exit" and result.data["worker"]["survivors"] == []
+    assert not group_members(worker_pid(result))
 
 
 def _start(session, task: str, **kwargs) -> tuple[threading.Thread, dict]:
