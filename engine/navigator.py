@@ -57,14 +57,12 @@ MAX_POLL_S = 0.5
 STALE_S = 10.0
 """A belief older than this is re-observed before planning."""
 CHANGE_S = 5.0
-"""Longest a page change that keeps drawing (frames changing, nothing recognised) is waited out past a hop's
-allowance before the frame is judged."""
+"""Longest a page change that keeps drawing (frames changing, nothing recognised) is waited out past an allowance."""
 MAX_STEPS = 400
 """Hard cap on loop iterations of one navigation, beside its time bound."""
 MAX_DEVICE_FAULTS = 3
-"""Device faults in a row, each followed by a health probe that says the device does not answer, before a
-navigation stops with the probe's verdict. Faults on a device that answers its probe are transient whatever their
-number (each was already retried by the device under its policy): only the run's bound limits them."""
+"""Device faults in a row, each followed by a probe saying the device does not answer, before a navigation stops
+with the probe's verdict. Faults on a device that answers are transient (only the run's bound limits them)."""
 
 
 def diff(obs: Observation, expected: str | None, *, waiting: bool, blocking: bool) -> Verdict:
@@ -125,7 +123,7 @@ class Navigator:
         self.last_frame: np.ndarray | None = None
         self._last_expected: tuple[str | None, bool] | None = None
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
-        self._home_buttons = home_buttons(graph)
+        self._home_buttons, self.learner = home_buttons(graph), None  # learner: engine.learning.Learner
 
     @property
     def belief(self):
@@ -382,7 +380,7 @@ class Navigator:
             self.machine.relocalise(answer.page, answer.confidence)
             self.act(ctx, KeyAction(type="key", key="back"), self.last_observation)
             return True
-        return False
+        return self.learner is not None and self.learner.try_unnamed(self, ctx)
 
     def _visible_home_button(self) -> str | None:
         if self.last_frame is None:
@@ -415,6 +413,8 @@ class Navigator:
         else:
             ctx.keep_frame(frame)
             obs = self.observer.observe(frame, expected=expected, near=near)
+        if self.learner is not None:  # known pages' frames; the look that judges a lesson (engine.learning)
+            self.learner.looked(ctx, obs, frame)
         self.last_observation, self._last_expected = obs, (expected, near)
         ctx.record("observation", expected=expected, page=obs.page, popups=list(obs.popups), loading=obs.loading,
                    confidence=round(obs.confidence, 3), unchanged=unchanged)

@@ -78,6 +78,8 @@ class Observer:
         self.assets = assets
         self.ocr = ocr_verifier.find_text if ocr is True else (ocr or None)
         self.vision = vision
+        self.last_vision: Any = None
+        """The vision model's last usable answer (its `tap` for a blocking element no list names), or None."""
         self.resolution = tuple(graph.resolution)
         self.unavailable: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -327,6 +329,7 @@ class Observer:
                 evidence.append(Evidence("vision", "vision", False, 0.0,
                                          latency_ms=(time.perf_counter() - t) * 1000.0, text=exc.message))
             else:
+                self.last_vision = answer
                 evidence.append(answer.evidence())
                 page = answer.page
                 popups = (answer.popup,) if answer.popup else ()
@@ -343,6 +346,7 @@ class Observer:
             frame = self.prepare(frame)
             start = time.perf_counter()
             self._latency = {}
+            self.last_vision = None
             evidence: list[Evidence] = []
             page, popups, confidence = self._escalate(frame, evidence)
             return self._finish(start, page, popups, evidence, confidence=confidence)

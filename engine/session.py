@@ -184,6 +184,10 @@ def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any)
     session.observer = Observer(session.graph, session.assets, vision=_vision(session.graph))
     session.navigator = Navigator(session.device, session.graph, session.observer,
                                   **({"clock": clock} if clock is not None else {}))
+    if session.bundle_dir is not None:  # with a transcript: screens the model resolved become proposals beside it
+        from engine.learning import Learner
+
+        session.navigator.learner = Learner(Path(session.bundle_dir).parent / "proposals")
     book = load_task_book(graph_dir, session.graph)
     _check_task_policies(book, session.policies)
     session.shipped_tasks = frozenset(book.names() if book is not None else ())

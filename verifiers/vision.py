@@ -45,6 +45,7 @@ Pages: {pages}
 Popups: {popups}
 Answer null for page or popup when none of the listed ones is shown.
 blocking_element: a short description of whatever covers the screen, or null.
+tap: when something not in the lists covers the screen, the [x, y] pixel that closes it, else null.
 ocr_text: the most prominent text you can read, or null.
 suggested_action: one of {actions}.
 confidence: 0 to 1, how sure you are of page and popup."""
@@ -67,6 +68,8 @@ class VisionAnswer:
     confidence: float
     latency_ms: float = 0.0
     cached: bool = False
+    tap: tuple[int, int] | None = None
+    """Where to tap to close a blocking element none of the lists names (the graph may learn it: engine.learning)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,6 +96,7 @@ def _schema():
             "popup": types.Schema(type="STRING", **nullable),
             "blocking_element": types.Schema(type="STRING", **nullable),
             "ocr_text": types.Schema(type="STRING", **nullable),
+            "tap": types.Schema(type="ARRAY", items=types.Schema(type="INTEGER"), **nullable),
             "suggested_action": types.Schema(type="STRING", enum=list(SUGGESTED_ACTIONS)),
             "confidence": types.Schema(type="NUMBER"),
         },
@@ -238,6 +242,11 @@ class VisionClient:
         for label, value in (("blocking_element", data.get("blocking_element")), ("ocr_text", data.get("ocr_text"))):
             if value is not None and not isinstance(value, str):
                 raise VisionError(f"{label} is not text", reason="malformed")
+        tap = data.get("tap")
+        if tap is not None and (not isinstance(tap, list) or len(tap) != 2 or
+                                not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10_000
+                                        for v in tap)):
+            raise VisionError("tap is not an [x, y] pixel", reason="malformed")
         if page is not None and page not in pages:
             raise VisionError(f"the vision model named a page that is not a candidate: {str(page)[:60]!r}",
                               reason="off_list")
@@ -260,4 +269,5 @@ class VisionClient:
             suggested_action=action,
             confidence=float(confidence),
             latency_ms=latency_ms,
+            tap=tuple(tap) if tap is not None else None,
         )
