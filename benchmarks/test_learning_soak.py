@@ -7,10 +7,12 @@ proposal is accepted once (`python -m engine proposals accept` into a copy of th
 is reopened on the accepted graph. Every goto must end verified on the page the simulator is really on, or fail
 saying so (zero false successes); once every hidden popup has been accepted, no goto may call the model.
 
-LEARN_GOTOS sets the number of gotos (default 16, the CI form; 200 is the issue's). One hidden popup so far:
-GET_ITEMS_1 covers its page's signatures, so the engine sees an unknown screen and asks the model; hiding popups
-that leave their page recognisable (GET_SHIP, GAME_TIPS) makes the engine tap through them instead, which is
-still to be handled (the learning only starts from an unknown screen).
+LEARN_GOTOS sets the number of gotos (default 6, the CI form; 200 is the issue's). Gotos go back and forth
+through page_main; the popup shows there on the second and fourth (one to learn from, one to handle without the
+model), later with a chance of 0.6. One hidden popup so far, on one page: GET_ITEMS_1 over page_main covers the
+page's signatures, so the engine sees an unknown screen and asks the model. A popup that leaves its page
+recognisable (GET_ITEMS_1 over page_reward or page_mail, GET_SHIP, GAME_TIPS) is tapped through instead, and the
+goto ends `stuck` without reaching the model: learning starts only from an unknown screen, so far.
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ from engine.studio.signatures import LayeredPack
 from engine.tools import Tools
 from verifiers.vision import VisionClient
 
-GOTOS = int(os.environ.get("LEARN_GOTOS", "16"))
+GOTOS = int(os.environ.get("LEARN_GOTOS", "6"))
 HIDDEN = ("GET_ITEMS_1",)
 TARGETS = ("page_main", "page_reward", "page_mail", "page_commission", "page_mission", "page_dormmenu")
+COVERED = ("page_main",)
+"""The page whose signatures GET_ITEMS_1 covers, so that the screen is unknown and reaches the model. On others
+it leaves the page recognisable, the engine's taps are swallowed and the goto ends `stuck` (not learned yet)."""
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -72,7 +77,7 @@ def test_model_calls_fall_to_zero_once_each_hidden_popup_is_accepted(fake_gemini
     shutil.copytree(ROOT / "pages" / "azurlane", graph_dir)
     rng = random.Random(7)
     stats = {"calls_before": 0, "gotos_before": 0, "calls_after": 0, "gotos_after": 0, "false": [], "failed": 0,
-             "accepted": []}
+             "accepted": [], "shown_before": 0, "shown_after": 0}
 
     with start_embedded(full, assets=assets) as sim:
         devices = []
@@ -87,10 +92,10 @@ def test_model_calls_fall_to_zero_once_each_hidden_popup_is_accepted(fake_gemini
 
         def soak() -> None:
             tools, shown = engine(_hide(full), assets), set()
-            for _ in range(GOTOS):
-                here = sim.game.truth()["page"]
-                target = rng.choice([t for t in TARGETS if t != here])  # a popup shows after an action, as in play
-                if rng.random() < 0.4:
+            for i in range(GOTOS):
+                here = sim.game.truth()["page"]  # back and forth through the hub, where the popup shows
+                target = "page_main" if here not in COVERED else rng.choice([t for t in TARGETS if t not in COVERED])
+                if here in COVERED and (i in (1, 3) or (i > 3 and rng.random() < 0.6)):
                     popup = rng.choice(HIDDEN)
                     shown.add(popup)
                     sim.game.show_popup(popup)
@@ -98,6 +103,7 @@ def test_model_calls_fall_to_zero_once_each_hidden_popup_is_accepted(fake_gemini
                                           "ocr_text": "", "suggested_action": "dismiss_popup_then_retry",
                                           "confidence": 0.9, "tap": _tap(full, popup)}
                 phase = "after" if len(stats["accepted"]) == len(HIDDEN) else "before"
+                stats[f"shown_{phase}"] += bool(sim.game.truth()["popups"])
                 result = tools.alas_goto(target)
                 stats[f"calls_{phase}"] += result.data.get("vision_calls", 0)
                 stats[f"gotos_{phase}"] += 1
@@ -123,11 +129,12 @@ def test_model_calls_fall_to_zero_once_each_hidden_popup_is_accepted(fake_gemini
     per100 = {k: round(100 * stats[f"calls_{k}"] / max(1, stats[f"gotos_{k}"]), 1) for k in ("before", "after")}
     with capsys.disabled():
         print(f"\nlearning soak: {GOTOS} gotos, hidden popups {list(HIDDEN)}, accepted {stats['accepted']}; "
-              f"model calls per 100 gotos: before {per100['before']} ({stats['gotos_before']} gotos), after "
-              f"{per100['after']} ({stats['gotos_after']} gotos); failed {stats['failed']}; "
+              f"model calls per 100 gotos: before {per100['before']} ({stats['gotos_before']} gotos, popup shown "
+              f"{stats['shown_before']}x), after {per100['after']} ({stats['gotos_after']} gotos, popup shown "
+              f"{stats['shown_after']}x); failed {stats['failed']}; "
               f"false successes {len(stats['false'])}")
     benchmark.extra_info.update({**stats, "per100": per100})
     assert stats["false"] == []
     assert stats["calls_before"] > 0 and stats["accepted"]  # the model was needed, and what it taught was kept
-    if len(stats["accepted"]) == len(HIDDEN):
-        assert stats["calls_after"] == 0, stats
+    assert len(stats["accepted"]) == len(HIDDEN) and stats["shown_after"] > 0, stats
+    assert stats["calls_after"] == 0, stats

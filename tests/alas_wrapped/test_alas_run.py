@@ -282,8 +282,12 @@ def test_an_mcp_client_lists_and_runs_alas_tasks_while_health_answers(checkout, 
         listed = body(client.call("alas_tools"))["data"]["tasks"]
         assert {"name": "alas:Reward", "description": "ALAS: Reward", "kind": "alas", "bound_s": 60.0} in listed
         hang = client.start("alas_run", {"name": "alas:Hang"})
-        time.sleep(1.5)
-        health = body(client.call("adb_health", timeout=10))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # until the worker runs (health says so)
+            health = body(client.call("adb_health", timeout=10))
+            if health["data"]["health"]["alas"]["running"]:
+                break
+            time.sleep(0.05)
         assert health["data"]["health"]["alas"]["running"]["task"] == "alas:Hang"
         hung = body(hang.result(timeout=30))
         assert hung["status"] == "timeout" and not group_members(hung["data"]["worker"]["pid"])
