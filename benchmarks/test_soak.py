@@ -9,7 +9,7 @@ Loading screens are a chaos event like the others (after 20% of hops); a second 
 The simulator runs in a process of its own and shares a virtual clock with the navigator, so loading screens and
 retry waits cost no wall time; everything else (the ADB protocol on loopback, raw screencap decoding,
 observation) is real. CI runs a short form
-(SOAK_GOTOS, default 40); `SOAK_GOTOS=300 python -m pytest benchmarks/test_soak.py` is the full soak.
+(SOAK_GOTOS, default 30); `SOAK_GOTOS=300 python -m pytest benchmarks/test_soak.py` is the full soak.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from engine.errors import NavigationError
 from engine.sim import Scenario, SyntheticAssets
 from engine.sim.process import SharedClock, SimProcess
 
-GOTOS = int(os.environ.get("SOAK_GOTOS", "40"))
+GOTOS = int(os.environ.get("SOAK_GOTOS", "30"))
 
 
 
