@@ -74,7 +74,7 @@ def _run(session, name: str):
 
 def _virtual() -> dict:
     """A virtual clock for a session: loading screens and settles cost no wall time."""
-    from tests.engine.test_chores_rewards import _Clock
+    from tests.engine.sim.conftest import FakeClock as _Clock
 
     clock = _Clock()
     return {"clock": clock, "sleep": clock.sleep}

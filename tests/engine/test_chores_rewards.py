@@ -12,24 +12,12 @@ from pathlib import Path
 import pytest
 
 from engine.session import open_session
+from tests.engine.sim.conftest import FakeClock as _Clock
 from engine.sim.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAOS = ROOT / "tests" / "data" / "scenarios" / "chaos.yaml"
 ALAS_ASSETS = ROOT.parent / "shared" / "alas" / "assets"
-
-
-class _Clock:
-    """A virtual clock: sleeping moves it, so loading screens and settles cost no wall time."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += max(0.0, seconds)
 
 
 def _run(task: str, state: dict | None = None, chaos_seed: int | None = None):

@@ -136,7 +136,7 @@ def test_resume_must_be_a_boolean(session):
 def test_the_daily_does_every_chore_on_a_full_day_and_a_rerun_finds_nothing_left(tmp_path, monkeypatch):
     # Ten chores bring a dozen reward popups: each chore is judged by its own stuck detectors and each collection
     # is progress, so the routine never mistakes the next reward for the last one coming back (PopupBlocking).
-    from tests.engine.test_chores_rewards import _Clock
+    from tests.engine.sim.conftest import FakeClock as _Clock
 
     monkeypatch.setenv("ENGINE_HOME", str(tmp_path))
     clock = _Clock()

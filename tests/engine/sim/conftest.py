@@ -26,6 +26,10 @@ class FakeClock:
     def advance(self, seconds: float) -> None:
         self.now += seconds
 
+    def sleep(self, seconds: float) -> None:
+        """As a session's sleep: waiting moves the clock, so loading screens and settles cost no wall time."""
+        self.advance(max(0.0, seconds))
+
 
 @pytest.fixture(scope="session")
 def tiny_graph_all_servers() -> Graph:
