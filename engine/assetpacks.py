@@ -30,7 +30,7 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -270,3 +270,28 @@ def load_pack(spec: str | Path, server: str | None = None, *, fallback: str | No
             raise ConfigError(f"{root} is an ALAS asset folder: say which server (--server)", file=str(root))
         return AlasAssetPack(alas_dir, server, fallback=fallback)
     return DirectoryAssetPack(root, server)
+
+
+class LayeredPack:
+    """Templates from the first pack that has them (a user's pack over a session's, for example)."""
+
+    def __init__(self, packs: list[Any], server: str) -> None:
+        self.packs, self.server = packs, server
+
+    def get(self, name: str) -> Template | None:
+        for pack in self.packs:
+            try:
+                found = pack.get(name)
+            except (ValueError, ConfigError):
+                found = None
+            if found is not None:
+                return found
+        return None
+
+    def names(self) -> Iterable[str]:
+        seen: set[str] = set()
+        for pack in self.packs:
+            for name in pack.names():
+                if name not in seen:
+                    seen.add(name)
+                    yield name

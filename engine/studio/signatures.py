@@ -8,39 +8,14 @@ YAML the studio hands out can be tested before it is pasted into the graph.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from engine.assets import AssetPack, Template
+from engine.assetpacks import LayeredPack
+from engine.assets import AssetPack
 from engine.checks import CombinedCheck
-from engine.errors import ConfigError
 from engine.schema import AnyOfSignature, ColorSignature, Graph, OcrSignature, TemplateSignature
 
 STUDIO_MODULE = "studio"
-
-
-class LayeredPack:
-    """Templates from the studio's pack first, then the session's pack."""
-
-    def __init__(self, packs: list[Any], server: str) -> None:
-        self.packs, self.server = packs, server
-
-    def get(self, name: str) -> Template | None:
-        for pack in self.packs:
-            try:
-                found = pack.get(name)
-            except (ValueError, ConfigError):
-                found = None
-            if found is not None:
-                return found
-        return None
-
-    def names(self) -> Iterable[str]:
-        seen: set[str] = set()
-        for pack in self.packs:
-            for name in pack.names():
-                if name not in seen:
-                    seen.add(name)
-                    yield name
 
 
 def studio_pack(pack_dir: Path, session_pack: AssetPack | None) -> LayeredPack:
