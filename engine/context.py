@@ -81,6 +81,9 @@ def retry_until(attempt: Callable[[], T], until: Callable[[T], bool], *, stop: s
     return retrying(attempt)
 
 
+LEARNING_STEPS = frozenset({"proposal", "proposal_accepted", "proposal_refused", "learned_demoted"})
+
+
 @dataclass
 class RunContext:
     """The bounds and the record of one tool call (a goto, a task, a tap).
@@ -179,6 +182,10 @@ class RunContext:
                 log.warning("could not write the transcript: %s", exc)
         if self.on_event is not None:
             self.on_event(kind, entry)
+
+    def learning(self) -> list[dict[str, Any]]:
+        """What the graph learned in this run (engine.learning): proposals made, accepted, refused, demoted."""
+        return [s for s in self.steps if s["kind"] in LEARNING_STEPS]
 
     def keep_frame(self, frame: np.ndarray) -> None:
         self.frames.append(frame)

@@ -30,12 +30,13 @@ import numpy as np
 from engine.actuator import Actuator, Performed, action_key
 from engine.errors import (
     DeviceError, EngineError, Interrupted, NavigationError, PopupBlocking, Stuck, TransientDeviceError,
-    UnknownPage, UnknownScreen,
+    UnknownPage,
 )
 from engine.machine import BeliefMachine
+from engine.recovery import escalate, recover
 from engine.results import Observation, Outcome, Verdict, closest
 from engine.routes import canonical_page, home_buttons, plan_route
-from engine.schema import Action, Graph, KeyAction, Link, TapAction
+from engine.schema import Action, Graph, Link, TapAction
 from engine.stuck import Settling, same_pixels
 
 if TYPE_CHECKING:
@@ -101,6 +102,8 @@ class _Course:
     ladder: int = 0  # rungs of the recovery ladder already tried on this unknown screen
     faults: int = 0  # device faults in a row
     fault: TransientDeviceError | None = None  # the fault the last step ended with: the next verdict is DEVICE_ERROR
+    swallowed: int = 0  # hops in a row that left the page as it was
+    asked: bool = False  # the model was asked why a page swallows taps (once per navigation)
 
 
 class Navigator:
@@ -123,7 +126,8 @@ class Navigator:
         self.last_frame: np.ndarray | None = None
         self._last_expected: tuple[str | None, bool] | None = None
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
-        self._home_buttons, self.learner = home_buttons(graph), None  # learner: engine.learning.Learner
+        self._looked_at: int | None = None  # the action count at the last look
+        self.home_buttons, self.learner = home_buttons(graph), None  # learner: engine.learning.Learner
 
     @property
     def belief(self):
@@ -231,7 +235,7 @@ class Navigator:
             ctx.wait(POLL_S)
             return self.look(ctx, expected=course.expected)
         if verdict is Verdict.UNKNOWN:
-            obs, course.ladder = self._recover(ctx, obs, course.ladder)
+            obs, course.ladder = recover(self, ctx, obs, course.ladder, SETTLE_S)
             course.expected = None
             return obs
         if verdict is Verdict.DEVICE_ERROR:
@@ -263,7 +267,23 @@ class Navigator:
         settings = self.graph.settings(self.graph.page(course.expected), link)
         course.waiting_until = ctx.clock() + max(SETTLE_S, settings.loading or 0.0)
         self._take(ctx, link, obs)
-        return self._settle(ctx, course.expected, source, course.waiting_until)
+        return self._swallowed(ctx, course, self._settle(ctx, course.expected, source, course.waiting_until), source)
+
+    def _swallowed(self, ctx: RunContext, course: _Course, obs: Observation, source: str) -> Observation:
+        """Two hops in a row that left the page as it was: something the graph does not know may cover it and
+        swallow the taps, so the model is asked once per navigation (engine.recovery.escalate)."""
+        if obs.page != source or obs.popups:
+            course.swallowed = 0
+            return obs
+        course.swallowed += 1
+        if course.swallowed < 2 or course.asked:
+            return obs
+        course.asked = True
+        if not escalate(self, ctx, unknown=False):
+            return obs
+        ctx.wait(SETTLE_S)
+        course.expected = None
+        return self.look(ctx, expected=None)
 
     def _believe(self, verdict: Verdict, obs: Observation, expected: str | None) -> None:
         """A known page was seen: what was seen wins over what was believed."""
@@ -335,61 +355,11 @@ class Navigator:
         reason = ctx.detectors.clicks.add(f"dismiss:{popup.name}")
         if reason:
             raise Stuck(reason, page=obs.page)
+        if self.learner is not None:  # a learned popup is watched: the next look says if it was there
+            self.learner.dismissing(popup, obs, self.last_frame)
         for action in popup.dismiss:
             self.act(ctx, action, obs)
         ctx.wait(POLL_S)
-
-    def _recover(self, ctx: RunContext, obs: Observation, ladder: int) -> tuple[Observation, int]:
-        """One rung of the recovery ladder for an unknown screen; raises when the ladder is exhausted."""
-        rungs = ["back", "home", "vision"]
-        while ladder < len(rungs):
-            rung = rungs[ladder]
-            ladder += 1
-            ctx.record("recover", rung=rung)
-            if rung == "back":
-                self.act(ctx, KeyAction(type="key", key="back"), obs)
-            elif rung == "home":
-                button = self._visible_home_button()
-                if button is None:
-                    continue
-                self.act(ctx, TapAction(type="tap", button=button), obs)
-            elif not self._escalate(ctx):
-                continue
-            ctx.wait(SETTLE_S)
-            return self.look(ctx, expected=None), ladder
-        raise UnknownScreen()
-
-    def _escalate(self, ctx: RunContext) -> bool:
-        """Ask the observer's slow channels (the vision model) about the frame; act only on a safe answer.
-
-        Safe means: a popup the graph knows (dismissed by its own declared action), or a page the graph knows
-        (the belief is relocalised to it and the back key, which every page tolerates, is pressed). The observer
-        only ever names declared pages and popups; anything else comes back as nothing and is not acted on.
-        """
-        if getattr(self.observer, "vision", None) is None or self.last_frame is None:
-            return False
-        ctx.vision_calls += 1
-        answer = self.observer.escalate(self.last_frame)
-        ctx.record("vision", page=answer.page, popups=list(answer.popups), confidence=round(answer.confidence, 3),
-                   evidence=[e.to_dict() for e in answer.evidence if e.channel == "vision"])
-        if answer.popups:
-            for action in self.graph.popup(answer.popups[0]).dismiss:
-                self.act(ctx, action, self.last_observation)
-            return True
-        if answer.page is not None:
-            self.machine.relocalise(answer.page, answer.confidence)
-            self.act(ctx, KeyAction(type="key", key="back"), self.last_observation)
-            return True
-        return self.learner is not None and self.learner.try_unnamed(self, ctx)
-
-    def _visible_home_button(self) -> str | None:
-        if self.last_frame is None:
-            return None
-        for name in self._home_buttons:
-            evidence = self.observer.find_button(self.last_frame, name)
-            if evidence is not None and evidence.hit:
-                return name
-        return None
 
     # ------------------------------------------------------------------------------------------- device I/O
 
@@ -413,12 +383,29 @@ class Navigator:
         else:
             ctx.keep_frame(frame)
             obs = self.observer.observe(frame, expected=expected, near=near)
-        if self.learner is not None:  # known pages' frames; the look that judges a lesson (engine.learning)
-            self.learner.looked(ctx, obs, frame)
-        self.last_observation, self._last_expected = obs, (expected, near)
+        if self.learner is not None and self.learner.looked(ctx, obs, frame):  # (engine.learning) the graph grew
+            obs = self.observer.observe(frame, expected=expected, near=near)  # or shrank: what does it say now?
+        self.last_observation, self._last_expected, self._looked_at = obs, (expected, near), self.actuator.performed
         ctx.record("observation", expected=expected, page=obs.page, popups=list(obs.popups), loading=obs.loading,
                    confidence=round(obs.confidence, 3), unchanged=unchanged)
         return obs
+
+    def seen(self, ctx: RunContext, frame: np.ndarray, obs: Observation, action: Action | None = None
+             ) -> Observation:
+        """A look another tool took after a raw `action` (engine.tools' adb_tap...): the belief is relocalised to
+        it, and a tap on an unknown screen the navigator had just looked at is a lesson for the learner. Returns
+        the observation to use (observed again if the graph changed)."""
+        before, looked_at = self.last_observation, self._looked_at
+        if self.learner is not None and isinstance(action, TapAction) and action.point is not None and \
+                before is not None and before.page is None and not before.popups and not before.loading and \
+                looked_at == self.actuator.performed - 1:
+            self.learner.tapped(self, ctx, action.point, "agent tap")
+        self.machine.relocalise(obs.page, obs.confidence)
+        self.last_frame, self.last_observation, self._verified = frame, obs, None
+        self._last_expected, self._looked_at = (None, False), self.actuator.performed
+        if self.learner is not None and self.learner.looked(ctx, obs, frame):
+            self.last_observation = self.observer.observe(frame)
+        return self.last_observation
 
     def act(self, ctx: RunContext, action: Action, obs: Observation | None) -> Performed:
         """Perform one declared action through the actuator; the belief records whether it went through."""

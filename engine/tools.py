@@ -353,7 +353,7 @@ class Tools:
                              target=ctx.target or None, expected=outcome.expected, observation=outcome.observation,
                              attempts=ctx.attempts, tool_success=tool_success,
                              extra={"hops": ctx.hops, "belief": belief, "vision_calls": ctx.vision_calls,
-                                    **outcome.extra})
+                                    **({"learning": ctx.learning()} if ctx.learning() else {}), **outcome.extra})
         return ctx.finish(result)
 
     # ------------------------------------------------------------------------------------------- helpers
@@ -404,7 +404,7 @@ class Tools:
             ctx.record("action")
             self.actuator.perform(ctx, action)
             ctx.checkpoint()
-            obs = self._observe_after_action()
+            obs = self._observe_after_action(ctx, action)
             text = done_text + ("" if obs is None else f"; now {describe(obs)}")
             return ctx.finish(self.result(name, started, ok=True, status="ok", text=text, target=target,
                                           observation=obs, attempts=ctx.attempts, tool_success=True,
@@ -412,12 +412,12 @@ class Tools:
 
         return self._bounded(name, work, cancel, started, target=target, exclusive=True)
 
-    def _observe_after_action(self) -> Observation | None:
+    def _observe_after_action(self, ctx: RunContext, action: Any) -> Observation | None:
         if self.observer is None:
             return None
-        obs = self.observer.observe(self.device.screenshot(allow_black=True))
+        obs = self.observer.observe(frame := self.device.screenshot(allow_black=True))
         if self.navigator is not None:  # a raw action moved the game behind the navigator's back
-            self.navigator.machine.relocalise(obs.page, obs.confidence)
+            obs = self.navigator.seen(ctx, frame, obs, action)
         return obs
 
     def _off_screen(self, what: str, points: list[tuple[int, int]]) -> str | None:
