@@ -113,6 +113,15 @@ class Observer:
             len(self.pages), len(self.popups), (time.perf_counter() - start) * 1000, len(self.unavailable),
         )
 
+    def adopt(self, graph: Graph, assets: AssetPack) -> None:
+        """Take up a changed graph and pack in place (a popup learned or demoted mid-run, engine.learning): every
+        holder of this observer sees the new targets; the vision client and the latency record stay."""
+        fresh = Observer(graph, assets, ocr=self.ocr, vision=self.vision)
+        with self._lock:
+            for key, value in vars(fresh).items():
+                if key not in ("_lock", "_latency", "last_vision"):
+                    setattr(self, key, value)
+
     # ---- compiling
 
     @staticmethod

@@ -174,18 +174,37 @@ class Policy(_Model):
         return self.retrying(sleep=sleep, before_sleep=before_sleep)(fn, *args, **kwargs)
 
 
-class PolicyFile(_Model):
-    """One policy YAML file: ``policies: {name: {attempts, timeout, wait, retry_on, ...}}``."""
+class Learning(_Model):
+    """How far the engine may trust what it learned (engine.learning): ``propose`` (the default) only writes
+    proposals for review; ``auto`` accepts a proposal once it was verified `min_sightings` times (into the
+    session's own graph folder and asset pack); ``off`` learns nothing. A learned popup that misfires is demoted
+    in every mode."""
 
-    policies: dict[str, dict[str, Any]] = Field(description="Policies by name.")
+    mode: Literal["off", "propose", "auto"] = Field("propose", description="off | propose | auto.")
+    min_sightings: int = Field(3, ge=1, le=1000, description="Verified sightings before `auto` accepts.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"mode": value} if isinstance(value, str) else value  # `learning: auto`
+
+
+class PolicyFile(_Model):
+    """One policy YAML file: ``policies: {name: {attempts, timeout, wait, retry_on, ...}}`` and ``learning``."""
+
+    policies: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Policies by name.")
+    learning: Learning | None = Field(None, description="Trust in learned popups (engine.learning).")
 
 
 class Policies:
     """A set of named policies (tool names and hop policies)."""
 
-    def __init__(self, policies: dict[str, Policy], source: str | None = None) -> None:
+    def __init__(self, policies: dict[str, Policy], source: str | None = None,
+                 learning: Learning | None = None) -> None:
         self._policies = dict(policies)
         self.source = source
+        self.learning = learning or Learning()
+        self.learning_set = learning is not None
 
     @property
     def names(self) -> list[str]:
@@ -205,7 +224,8 @@ class Policies:
 
     def merged(self, other: Policies) -> Policies:
         """These policies with `other`'s replacing those of the same name."""
-        return Policies({**self._policies, **other._policies}, source=other.source or self.source)
+        return Policies({**self._policies, **other._policies}, source=other.source or self.source,
+                        learning=other.learning if other.learning_set else self.learning)
 
 
 # --------------------------------------------------------------------------------------------------- loading
@@ -259,7 +279,10 @@ def read_policy_file(path: str | Path) -> tuple[Policies | None, list[Problem]]:
                 exc, locator.file, locator, base=("policies", name), model=Policy
             )
     problems.sort(key=lambda p: (p.line or 0, p.col or 0))
-    return (None if problems else Policies(policies, source=str(path))), problems
+    if problems:
+        return None, problems
+    found = Policies(policies, source=str(path), learning=parsed.learning)
+    return found, problems
 
 
 def _config_error(path: Path, problems: list[Problem]) -> ConfigError:

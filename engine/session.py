@@ -177,17 +177,17 @@ def _open_transcript(session: Session, folder: Path) -> None:
 
 
 def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any) -> None:
+    from engine.learning import attach, with_learned
     from engine.navigator import Navigator
     from engine.observe import Observer
     from engine.taskrunner import TaskRunner
 
+    base = session.assets
+    session.assets = with_learned(graph_dir, base, session.graph.server)  # popups learned before, if any
     session.observer = Observer(session.graph, session.assets, vision=_vision(session.graph))
     session.navigator = Navigator(session.device, session.graph, session.observer,
                                   **({"clock": clock} if clock is not None else {}))
-    if session.bundle_dir is not None:  # with a transcript: screens the model resolved become proposals beside it
-        from engine.learning import Learner
-
-        session.navigator.learner = Learner(Path(session.bundle_dir).parent / "proposals")
+    attach(session, graph_dir, base)  # with a transcript: screens the model resolved become proposals beside it
     book = load_task_book(graph_dir, session.graph)
     _check_task_policies(book, session.policies)
     session.shipped_tasks = frozenset(book.names() if book is not None else ())
