@@ -19,7 +19,7 @@ import yaml
 from engine.__main__ import main
 from engine.assetpacks import DirectoryAssetPack
 from engine.device import open_device
-from engine.learning import Learner, choose_crop
+from engine.learning import Learner, choose_crop, title_band
 from engine.loader import load_graph
 from engine.navigator import Navigator
 from engine.observe import Observer
@@ -27,6 +27,7 @@ from engine.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
 from engine.studio.signatures import LayeredPack
 from engine.tools import Tools
+from tests.engine.sim.conftest import FakeClock
 from verifiers.vision import VisionClient
 
 HIDDEN = "GET_ITEMS_1"
@@ -47,16 +48,17 @@ def world(fake_gemini, tmp_path):
     assets = SyntheticAssets(full)
     policies = load_policies()
     vision = VisionClient("learn-test-key", model="gemini-test", base_url=fake_gemini.url, timeout_s=5)
-    with start_embedded(full, assets=assets) as sim:
+    clock = FakeClock()  # waits move the clock: settles cost no wall time
+    with start_embedded(full, assets=assets, clock=clock) as sim:
         devices = []
 
         def engine(graph, pack, learner=None) -> Tools:
             device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
             devices.append(device)
             observer = Observer(graph, pack, vision=vision)
-            nav = Navigator(device, graph, observer)
+            nav = Navigator(device, graph, observer, clock=clock)
             nav.learner = learner
-            return Tools(device, graph, observer, policies, navigator=nav)
+            return Tools(device, graph, observer, policies, navigator=nav, clock=clock, sleep=clock.sleep)
 
         yield full, assets, sim.game, fake_gemini, engine
         for device in devices:
@@ -166,3 +168,76 @@ def test_proposals_commands_refuse_what_they_cannot_do(tmp_path, capsys):
                  "--assets", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err
     assert "no such proposals folder" in err and "no proposal 'LEARNED_X'" in err and "Traceback" not in err
+
+
+def test_a_popup_that_leaves_its_page_recognised_is_learned_when_the_page_swallows_the_taps(world, tmp_path):
+    full, assets, game, gemini, engine = world
+    folder = tmp_path / "proposals"
+    tools = engine(without(full, "GET_SHIP"), assets, Learner(folder))
+    dismiss = full.popup("GET_SHIP").dismiss[0]
+    gemini.answer = _answer(centre(full.button(dismiss.button).click_area) if dismiss.button else list(dismiss.point))
+    assert tools.alas_goto("page_main").ok
+    game.show_popup("GET_SHIP")  # page_main stays recognised under it; its taps go nowhere
+    result = tools.alas_goto("page_reward")
+    assert result.ok and game.truth()["page"] == "page_reward" and result.data["vision_calls"] == 1, result.text
+    assert [s["kind"] for s in result.data["learning"]] == ["proposal"]
+    proposal = yaml.safe_load(next(folder.glob("*.yaml")).read_text())
+    assert proposal["shown_on"] == "page_main"
+    # The frames kept as page_main's while the popup covered it are not "known page" frames: the crop is apart.
+    assert proposal["collision"] < 0.9, proposal
+
+
+def test_an_agents_tap_on_an_unknown_screen_that_works_becomes_a_proposal(world, tmp_path):
+    full, assets, game, gemini, engine = world
+    folder = tmp_path / "proposals"
+    tools = engine(without(full, HIDDEN), assets, Learner(folder))
+    gemini.answer = {"page": None, "popup": None, "blocking_element": "", "ocr_text": "",
+                     "suggested_action": "ask_llm", "confidence": 0.2}  # the vision model cannot help
+    assert tools.alas_goto("page_main").ok
+    game.show_popup(HIDDEN)
+    assert tools.alas_goto("page_reward").status == "unknown_screen"
+    dismiss = full.popup(HIDDEN).dismiss[0]
+    x, y = centre(full.button(dismiss.button).click_area) if dismiss.button else list(dismiss.point)
+    missed = tools.adb_tap(5, 5)  # the agent's first guess closes nothing: no lesson
+    assert missed.ok and not list(folder.glob("*.yaml"))
+    result = tools.adb_tap(x, y)  # (as the agent runtime calls it) the second does
+    assert result.ok and result.data["observation"]["page"] == "page_main"
+    proposal = yaml.safe_load(next(folder.glob("*.yaml")).read_text())
+    assert proposal["label"] == "agent tap" and proposal["tap"] == [x, y] and proposal["shown_on"] == "page_main"
+
+
+def test_accept_checks_the_frames_of_error_bundles_too(world, tmp_path, capsys):
+    full, assets, game, gemini, engine = world
+    run = tmp_path / "run"
+    folder = run / "proposals"
+    tools = engine(without(full, HIDDEN), assets, Learner(folder))
+    assert tools.alas_goto("page_reward").ok
+    frame = tools.navigator.last_frame
+    bundle = run / "error_bundles" / "000007"
+    bundle.mkdir(parents=True)
+    cv2.imwrite(str(bundle / "00_frame_0.png"), frame)  # a failed run's frame, of a known page
+    folder.mkdir()
+    cv2.imwrite(str(folder / "LEARNED_X.frame.png"), frame)
+    (folder / "LEARNED_X.yaml").write_text(yaml.safe_dump(
+        {"name": "LEARNED_X", "label": "x", "tap": [60, 30], "area": [0, 0, 120, 60], "shown_on": "page_reward"}))
+    graph_dir = tmp_path / "my_graph"
+    shutil.copytree(ROOT / "pages" / "azurlane", graph_dir)
+    code = main(["proposals", "accept", "LEARNED_X", "--dir", str(folder), "--graph", str(graph_dir)])
+    err = capsys.readouterr().err
+    assert code == 2 and "00_frame_0.png" in err and "known" not in err.split("pages:")[-1], err
+    assert not list(graph_dir.glob("learned_*.yaml"))
+    index = graph_dir / "learned_assets" / "index.json"
+    assert not index.exists() or "LEARNED_X" not in index.read_text()  # the pack index is as it was
+
+
+def test_a_title_band_wins_when_the_tapped_button_looks_like_the_page_beneath():
+    rng = np.random.default_rng(5)
+    page = rng.integers(0, 255, (720, 1280, 3), dtype=np.uint8)
+    screen = page.copy()
+    screen[200:520, 340:940] = (40, 40, 40)  # a panel over the page ...
+    screen[200:250, 340:940] = rng.integers(0, 255, (50, 600, 3), dtype=np.uint8)  # ... with its own title
+    screen[440:500, 560:720] = page[440:500, 560:720]  # and a close button drawn like the page under it
+    band = title_band(screen, page)
+    assert band is not None and band[1] == 200 and band[3] - band[1] <= 56 and 340 <= band[0] < band[2] <= 940
+    area, collision = choose_crop(screen, (640, 470), [page], [band])
+    assert area == band and collision < 0.5  # the crops around the button match the page; the title does not
