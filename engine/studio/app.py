@@ -43,6 +43,19 @@ The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in fram
                                  "transcript/.." (or a folder under captures); a button named in the signature
                                  that the graph lacks is looked up among the templates cut here
     GET  /api/validate          {ok, summary, problems: [{file, line, col, message, severity}]}
+    GET  /api/proposals         {proposals: [{name, label, tap, area, shown_on, sightings, collision, known_pages,
+                                 first_seen, last_seen, frame_url, crop_url, yaml}], warnings, folder}: the popups
+                                 learned from the vision model (engine.learning), waiting in the transcript folder's
+                                 proposals/; without a transcript folder: folder null and a `note`
+    GET  /api/proposals/{name}/frame.png, /api/proposals/{name}/crop.png   the proposal's frame and template crop
+    POST /api/proposals/{name}/accept  -> {accepted, graph_file, template, by, adopted}: the popup written into the
+                                 graph folder (learned_<name>.yaml) and its template into <graph>/learned_assets,
+                                 taken up by the live session when `adopted`; 409 {error} on the shipped graph;
+                                 409 {error, fired: [frame paths, relative to the transcript folder]} when its
+                                 signature fires on frames of known pages (nothing is written); 400 {error} when
+                                 the graph would not load
+    POST /api/proposals/{name}/reject  -> {rejected}: moved to proposals/rejected/
+                                 (an unknown proposal is a 404, a name that is not one a 400)
 """
 
 from __future__ import annotations
@@ -56,12 +69,13 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from engine.studio import authoring, live
+from engine.studio import authoring, live, proposals
 from engine.studio.runs import EventBus, GotoRunner
 from engine.studio.security import BodyLimit, LoopbackGuard, PathRefused, confine_name
 
@@ -89,6 +103,8 @@ class Studio:
     closing: threading.Event = field(default_factory=threading.Event)
     looks: deque = field(default_factory=lambda: deque(maxlen=200))
     lock: threading.Lock = field(default_factory=threading.Lock)
+    reviewing: threading.Lock = field(default_factory=threading.Lock)
+    """Held while a proposal is accepted or rejected: one review at a time."""
     last_frame: tuple[int, bytes] | None = None
     svg_cache: dict = field(default_factory=dict)
 
@@ -178,6 +194,11 @@ def routes() -> list[Route]:
         Route("/api/template", authoring.template, methods=["POST"]),
         Route("/api/test-signature", authoring.test_signature, methods=["POST"]),
         Route("/api/validate", authoring.validate),
+        Route("/api/proposals", proposals.listing),
+        Route("/api/proposals/{name}/accept", proposals.accept_one, methods=["POST"]),
+        Route("/api/proposals/{name}/reject", proposals.reject_one, methods=["POST"]),
+        Route("/api/proposals/{name}/frame.png", proposals.frame_png),
+        Route("/api/proposals/{name}/crop.png", proposals.crop_png),
     ]
 
 
@@ -207,10 +228,18 @@ def create_app(session: Any, *, graph_dir: str | Path | None = None, assets_dir:
                     captures_dir=captures, assets_dir=assets)
     studio.runner = GotoRunner(session.tools, studio.bus)
     app = Starlette(routes=routes(), middleware=[Middleware(LoopbackGuard), Middleware(BodyLimit)],
-                    exception_handlers={PathRefused: _path_refused})
+                    exception_handlers={PathRefused: _path_refused, HTTPException: _http_error})
     app.state.studio = studio
     return app
 
 
 async def _path_refused(request: Request, exc: Exception) -> Response:
     return error(getattr(exc, "status", 404), str(exc))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own answers (no such route, a wrong method) as JSON errors like the rest of the API."""
+    status = getattr(exc, "status_code", 500)
+    headers = {**(getattr(exc, "headers", None) or {}), "Cache-Control": "no-store"}  # a 405 keeps its Allow
+    message = f"{request.method} {request.url.path}: {getattr(exc, 'detail', '') or status}"
+    return JSONResponse({"error": message}, status_code=status, headers=headers)

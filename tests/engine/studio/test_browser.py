@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import threading
 import time
@@ -37,6 +38,26 @@ TARGET = "page_reward"
 """A page two hops from the simulator's start (login -> main -> reward)."""
 WAIT_S = 15.0
 README_WIDTH = 1200
+POPUP = "GET_ITEMS_1"
+PROPOSAL = "LEARNED_ITEMS_OBTAINED_PANEL"
+"""The proposal the served session learned: POPUP's screen, closed by a tap on its button."""
+
+
+def propose_popup(session, folder: Path) -> None:
+    """A proposal as the learner writes it: a real frame under POPUP, and the tap on its button that closed it."""
+    from engine.learning import Learner, Lesson
+
+    game = session.sim.game
+    action = session.graph.popup(POPUP).dismiss[0]
+    x1, y1, x2, y2 = session.graph.button(action.button).click_area
+    game.show_popup(POPUP)
+    frame = session.device.screenshot()
+    game.tap((x1 + x2) // 2, (y1 + y2) // 2)
+    truth = game.truth()
+    assert not truth["popups"], truth
+    path = Learner(folder).record(Lesson(frame, ((x1 + x2) // 2, (y1 + y2) // 2), "Items obtained panel"),
+                                  truth["page"])
+    assert path.stem == PROPOSAL
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +65,21 @@ def served(tmp_path_factory):
     """The studio over an embedded simulator session, served on a free 127.0.0.1 port; yields its base URL."""
     import uvicorn
 
+    from engine.paths import builtin_graph_dir
     from engine.session import open_session
     from engine.studio.app import create_app
 
     home = tmp_path_factory.mktemp("studio-browser")
-    session = open_session(transcript_dir=home / "transcript")
+    graph = home / "my_graph"  # a copy of the shipped graph, so that a proposal can be accepted into it
+    shutil.copytree(builtin_graph_dir(), graph)
+    session = open_session(graph_dir=graph, transcript_dir=home / "transcript")
     shot = session.tools.call("adb_screenshot", {})
     session.transcript.record("note", text="a failure for the bundle viewer")
     session.transcript.error_bundle(home / "transcript" / "error_bundles",
                                     [("last", cv2.imdecode(np.frombuffer(shot.png, np.uint8), cv2.IMREAD_COLOR))],
                                     result={"ok": False, "status": "stuck", "text": "a made-up failure"})
-    app = create_app(session, transcript_dir=home / "transcript", captures_dir=home / "captures")
+    propose_popup(session, home / "transcript" / "proposals")
+    app = create_app(session, graph_dir=graph, transcript_dir=home / "transcript", captures_dir=home / "captures")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -216,6 +241,27 @@ def test_an_error_bundle_opens_as_its_frames_beside_its_transcript_slice(page):
         "const i = document.querySelector('#bundle-frames img'); return i && i.complete && i.naturalWidth > 0"))
     assert "a failure for the bundle viewer" in text_of(driver, "bundle-transcript")
     assert "stuck" in text_of(driver, "bundle-name")
+
+
+def test_a_proposal_shows_its_frame_and_crop_and_accepting_it_takes_its_card_away(page):
+    driver = page
+    selector = f'#proposals .proposal[data-name="{PROPOSAL}"]'
+    card = wait_for(driver, "the proposal's card", lambda d: d.find_elements(By.CSS_SELECTOR, selector))[0]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", card)
+    for image in ("proposal-frame", "proposal-crop"):
+        wait_for(driver, f"the {image} image", lambda d, image=image: d.execute_script(
+            "const i = arguments[0].querySelector('img.' + arguments[1]); return i.complete && i.naturalWidth > 0",
+            card, image))
+    assert card.find_elements(By.CSS_SELECTOR, "svg.proposal-overlay rect.area")
+    assert card.find_elements(By.CSS_SELECTOR, "svg.proposal-overlay circle.tap")
+    assert "Items obtained panel" in card.text
+    assert yaml.safe_load(card.find_element(By.CSS_SELECTOR, "pre.proposal-yaml").text)["popups"][0]["name"] == PROPOSAL
+    card.find_element(By.CSS_SELECTOR, "button.accept").click()
+    wait_for(driver, "the accepted status", lambda d: "ok" in d.find_element(By.ID, "proposals-status").get_attribute(
+        "class").split() or "fail" in d.find_element(By.ID, "proposals-status").get_attribute("class").split())
+    status = text_of(driver, "proposals-status")
+    assert status.startswith(f"accepted {PROPOSAL}") and "the live session uses it now" in status, status
+    wait_for(driver, "the card to go", lambda d: not d.find_elements(By.CSS_SELECTOR, selector))
 
 
 def test_the_console_is_clean_and_the_screenshot_is_saved(page):
