@@ -308,6 +308,8 @@ class Learner:
         cv2.imwrite(str(path.with_suffix(".frame.png")), lesson.frame)
         cv2.imwrite(str(path.with_suffix(".crop.png")), lesson.frame[area[1]:area[3], area[0]:area[2]])
         proposal = {"name": name, "label": lesson.label, "tap": list(lesson.point), "area": list(area),
+                    "signature": {"type": "template", "area": list(area), "crop": path.with_suffix(".crop.png").name},
+                    "dismiss": [{"type": "tap", "point": list(lesson.point)}],
                     "shown_on": page, "sightings": 1, "collision": round(collision, 3),
                     "known_pages": sorted(known), "first_seen": _now(), "last_seen": _now()}
         path.write_text(yaml.safe_dump(proposal, sort_keys=False))

@@ -44,10 +44,25 @@ class Refused(ConfigError):
 
 
 def read_proposal(path: Path) -> dict[str, Any]:
-    data = yaml.safe_load(path.read_text())
-    if not isinstance(data, dict) or not {"name", "area", "tap"} <= set(data):
-        raise ValueError(f"{path}: not a proposal")
+    """One proposal file, read as untrusted YAML (bounded size, nesting and aliases: engine.yamlsrc).
+
+    Raises:
+        ValueError: it is not a proposal (file:line:col of the first problem when it is not even YAML).
+    """
+    from engine.yamlsrc import read_yaml
+
+    source = read_yaml(path)
+    if source.problems:
+        raise ValueError(str(source.problems[0]))
+    data = source.data
+    if not isinstance(data, dict) or not {"name", "area", "tap"} <= set(data) or \
+            not _ints(data["area"], 4) or not _ints(data["tap"], 2) or not isinstance(data["name"], str):
+        raise ValueError(f"{path}: not a proposal (name, area [x1, y1, x2, y2] and tap [x, y] are needed)")
     return data
+
+
+def _ints(value: Any, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n and all(isinstance(v, int) and 0 <= v < 100_000 for v in value)
 
 
 def list_proposals(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:

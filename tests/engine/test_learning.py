@@ -241,3 +241,20 @@ def test_a_title_band_wins_when_the_tapped_button_looks_like_the_page_beneath():
     assert band is not None and band[1] == 200 and band[3] - band[1] <= 56 and 340 <= band[0] < band[2] <= 940
     area, collision = choose_crop(screen, (640, 470), [page], [band])
     assert area == band and collision < 0.5  # the crops around the button match the page; the title does not
+
+
+def test_a_hostile_or_broken_proposal_file_is_a_one_line_refusal(tmp_path, capsys):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(9))
+    (folder / "LEARNED_LAUGHS.yaml").write_text(laughs)
+    (folder / "LEARNED_ODD.yaml").write_text("name: LEARNED_ODD\narea: [1, 2]\ntap: [3, 4]\n")
+    assert main(["proposals", "list", "--dir", str(folder)]) == 0  # the rest of the folder still lists
+    out, err = capsys.readouterr()
+    assert '"proposals": []' in out and "LEARNED_LAUGHS.yaml" in err and "not a proposal" in err, err
+    assert main(["proposals", "show", "LEARNED_LAUGHS", "--dir", str(folder)]) == 2
+    assert main(["proposals", "accept", "LEARNED_ODD", "--dir", str(folder), "--graph", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "LEARNED_ODD.yaml" in err
