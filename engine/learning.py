@@ -43,6 +43,9 @@ SEARCH_PAD = 16
 """How far around its place a crop is looked for on another frame."""
 SAME_SCREEN = 0.9
 """A proposal's crop matching a new frame this well where it was cut: the same screen, seen again."""
+KEPT_FRAMES = 24
+"""Frames of known pages (and, apart, of known popups) kept for measuring crops: memory stays bounded (~66 MB at
+1280x720 for both) however long the session."""
 TITLE_SIZE = (320, 56)
 """Largest title band (width, height) cut from the top of what covers the page."""
 
@@ -184,9 +187,9 @@ class Learner:
         that. True when the graph changed (a popup accepted or demoted): the frame must be observed again."""
         self.changed = False
         if obs.page is not None and not obs.popups:
-            self.known[obs.page] = frame
+            _keep(self.known, obs.page, frame)
         for popup in obs.popups[:1]:  # a known popup's frame: a crop must not match it either
-            self.popup_frames[popup] = frame
+            _keep(self.popup_frames, popup, frame)
         if self.watch is not None:
             self._judge_learned(ctx, obs)
         lesson, self.pending = self.pending, None
@@ -316,6 +319,14 @@ class Learner:
         log.info("proposed %s (%r): tap %s led to %s; crop %s, collision %.2f", name, lesson.label,
                  list(lesson.point), page, list(area), collision)
         return path
+
+
+def _keep(frames: dict[str, np.ndarray], name: str, frame: np.ndarray) -> None:
+    """Keep `frame` as the newest of `name`, and at most KEPT_FRAMES frames (the least recently seen go)."""
+    frames.pop(name, None)
+    frames[name] = frame
+    while len(frames) > KEPT_FRAMES:
+        frames.pop(next(iter(frames)))
 
 
 def _around(lesson: Lesson, frame: np.ndarray) -> np.ndarray:

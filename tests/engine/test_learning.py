@@ -258,3 +258,17 @@ def test_a_hostile_or_broken_proposal_file_is_a_one_line_refusal(tmp_path, capsy
     assert main(["proposals", "accept", "LEARNED_ODD", "--dir", str(folder), "--graph", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "LEARNED_ODD.yaml" in err
+
+
+def test_the_frames_kept_for_measuring_crops_are_bounded(tmp_path):
+    from types import SimpleNamespace
+
+    from engine.learning import KEPT_FRAMES
+
+    learner, frame = Learner(tmp_path / "p"), np.zeros((72, 128, 3), np.uint8)
+    for i in range(3 * KEPT_FRAMES):  # a long session through many pages and popups
+        learner.looked(None, SimpleNamespace(page=f"page_{i}", popups=()), frame)
+        learner.looked(None, SimpleNamespace(page=None, popups=(f"POPUP_{i}",)), frame)
+    learner.looked(None, SimpleNamespace(page=f"page_{2 * KEPT_FRAMES}", popups=()), frame)  # seen again: kept
+    assert len(learner.known) == KEPT_FRAMES and len(learner.popup_frames) == KEPT_FRAMES
+    assert list(learner.known)[-1] == f"page_{2 * KEPT_FRAMES}" and f"page_{3 * KEPT_FRAMES - 1}" in learner.known
