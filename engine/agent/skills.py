@@ -47,7 +47,8 @@ def agent_home(env: Mapping[str, str] | None = None) -> Path:
 
 
 def game_slug(game: str) -> str:
-    """A filesystem-safe folder name for a game's name (``Tower Defense`` -> ``tower-defense``), never empty or hidden."""
+    """A filesystem-safe folder name for a game's name (``Tower Defense`` -> ``tower-defense``), never empty or
+    hidden."""
     text = unicodedata.normalize("NFKC", game).casefold()
     slug = re.sub(r"[^\w.-]+", "-", text).strip("-.")
     return slug or "game"
