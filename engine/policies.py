@@ -186,6 +186,8 @@ class Learning(_Model):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
+        if value is False:  # YAML 1.1 reads an unquoted `off` as false
+            return {"mode": "off"}
         return {"mode": value} if isinstance(value, str) else value  # `learning: auto`
 
 

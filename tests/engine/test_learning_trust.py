@@ -179,3 +179,16 @@ def test_a_learned_popup_that_fires_on_a_known_page_is_demoted(user, fake_gemini
     assert demoted and "fired on page_reward" in demoted[0]["reason"], result.data
     assert not (graph_dir / "learned_learned_bad.yaml").exists()
     assert result.ok and game.truth()["page"] == "page_reward"
+
+
+def test_off_learns_nothing_and_auto_never_writes_the_shipped_graph(tmp_path, caplog):
+    off, auto = tmp_path / "off.yaml", tmp_path / "auto.yaml"
+    off.write_text("learning: off\n")
+    auto.write_text("learning: auto\n")
+    with open_session(transcript_dir=tmp_path / "a", policies_file=off) as session:
+        assert session.navigator.learner is None
+    with caplog.at_level("WARNING", logger="engine.learning"):
+        with open_session(transcript_dir=tmp_path / "b", policies_file=auto) as session:  # the shipped graph
+            learner = session.navigator.learner
+            assert learner is not None and learner.graph_dir is None and learner.adopt is None
+    assert "learning: auto needs a graph folder of yours" in caplog.text

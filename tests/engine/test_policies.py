@@ -344,3 +344,30 @@ def test_the_agent_policy_carries_its_repeat_limits_and_they_must_be_ordered(tmp
     with pytest.raises(ConfigError) as info:
         load_policies(bad)
     assert "warn <= refuse <= stop <= window" in str(info.value) and ":5:" in str(info.value)
+
+
+def test_learning_trust_is_read_from_a_policy_file_and_kept_unless_a_file_sets_it(tmp_path):
+    assert load_policies().learning.mode == "propose"  # nothing is accepted by itself unless you say so
+    short = tmp_path / "short.yaml"
+    short.write_text("learning: auto\n")  # (no policies: the shipped ones stay)
+    loaded = load_policies(short)
+    assert (loaded.learning.mode, loaded.learning.min_sightings) == ("auto", 3) and "goto" in loaded.names
+    full = tmp_path / "full.yaml"
+    full.write_text("learning: {mode: auto, min_sightings: 5}\npolicies: {goto: {attempts: 1, timeout: 9}}\n")
+    assert load_policies(full).learning.min_sightings == 5
+    only = tmp_path / "only.yaml"
+    only.write_text("policies: {goto: {attempts: 1, timeout: 9}}\n")
+    assert load_policies(only).learning.mode == "propose"
+
+
+@pytest.mark.parametrize("text, line, col, message", [
+    ("learning: always\n", 1, 1, "expected one of 'off', 'propose' or 'auto'"),
+    ("policies: {}\nlearning: {mode: auto, min_sightings: 0}\n", 2, 24, "must be >= 1"),
+    ("learning: {mode: auto, after: 3}\n", 1, 24, "after"),
+])
+def test_a_bad_learning_setting_points_at_its_line(tmp_path, text, line, col, message):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_policies(path)
+    assert (caught.value.line, caught.value.col) == (line, col) and message in str(caught.value), str(caught.value)
