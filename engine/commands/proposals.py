@@ -56,14 +56,22 @@ def _reject(args: argparse.Namespace) -> int:
 
 
 def _accept(args: argparse.Namespace) -> int:
-    from engine.proposals import accept
-
     from engine.learning import learned_pack_dir
+    from engine.proposals import accept
 
     pack = Path(args.assets) if args.assets else learned_pack_dir(args.graph)
     if pack is None:
         raise ConfigError("the shipped graph is never written: copy it and pass the copy as --graph")
-    print(json.dumps(accept(_folder(args), args.name, Path(args.graph), pack), indent=1))
+    pages = None
+    if args.pages_assets:  # the pack the runs recognised pages with: error-bundle frames are read with it
+        from engine.assetpacks import load_pack
+        from engine.loader import load_graph
+
+        if not Path(args.pages_assets).is_dir():
+            raise ConfigError(f"--pages-assets {args.pages_assets}: no such folder")
+        graph = load_graph(args.graph).resolve(None)
+        pages = load_pack(args.pages_assets, graph.server, fallback=graph.fallback_server)
+    print(json.dumps(accept(_folder(args), args.name, Path(args.graph), pack, pages_pack=pages), indent=1))
     return 0
 
 
@@ -80,6 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--dir", default=None, help="the proposals folder (default: $ENGINE_TRANSCRIPT_DIR/proposals)")
         if name == "accept":
             p.add_argument("--graph", required=True, help="your graph folder (never the shipped one)")
+            p.add_argument("--pages-assets", default=None, help="the asset pack your runs recognise pages with "
+                                                                "(their --assets), to read error-bundle frames; "
+                                                                "default: the simulator's drawn templates")
             p.add_argument("--assets", default=None, help="the asset pack the template goes into (default: the "
                                                           "graph folder's learned_assets/, which sessions on that "
                                                           "graph layer over their pack)")

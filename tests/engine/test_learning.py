@@ -28,6 +28,7 @@ from engine.sim import SyntheticAssets, start_embedded
 from engine.studio.signatures import LayeredPack
 from engine.tools import Tools
 from tests.engine.sim.conftest import FakeClock
+from tests.engine.test_learning_trust import _user_pack
 from verifiers.vision import VisionClient
 
 HIDDEN = "GET_ITEMS_1"
@@ -222,12 +223,18 @@ def test_accept_checks_the_frames_of_error_bundles_too(world, tmp_path, capsys):
         {"name": "LEARNED_X", "label": "x", "tap": [60, 30], "area": [0, 0, 120, 60], "shown_on": "page_reward"}))
     graph_dir = tmp_path / "my_graph"
     shutil.copytree(ROOT / "pages" / "azurlane", graph_dir)
-    code = main(["proposals", "accept", "LEARNED_X", "--dir", str(folder), "--graph", str(graph_dir)])
-    err = capsys.readouterr().err
-    assert code == 2 and "00_frame_0.png" in err and "known" not in err.split("pages:")[-1], err
-    assert not list(graph_dir.glob("learned_*.yaml"))
-    index = graph_dir / "learned_assets" / "index.json"
-    assert not index.exists() or "LEARNED_X" not in index.read_text()  # the pack index is as it was
+    pages = _user_pack(tmp_path / "run_pack", assets)  # the pack the runs recognised pages with
+    for extra in ([], ["--pages-assets", str(pages)]):
+        code = main(["proposals", "accept", "LEARNED_X", "--dir", str(folder), "--graph", str(graph_dir), *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and "00_frame_0.png" in err and "known" not in err.split("pages:")[-1], err
+        assert not list(graph_dir.glob("learned_*.yaml"))
+        index = graph_dir / "learned_assets" / "index.json"
+        assert not index.exists() or "LEARNED_X" not in index.read_text()  # the pack index is as it was
+    (tmp_path / "empty_pack").mkdir()  # a pack that recognises no page: the bundle frame is no known page's
+    assert main(["proposals", "accept", "LEARNED_X", "--dir", str(folder), "--graph", str(graph_dir),
+                 "--pages-assets", str(tmp_path / "empty_pack")]) == 0
+    assert (graph_dir / "learned_learned_x.yaml").is_file()
 
 
 def test_a_title_band_wins_when_the_tapped_button_looks_like_the_page_beneath():
