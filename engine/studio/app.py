@@ -76,6 +76,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from engine.studio import authoring, live, proposals
+from engine.studio.replies import error
 from engine.studio.runs import EventBus, GotoRunner
 from engine.studio.security import BodyLimit, LoopbackGuard, PathRefused, confine_name
 
@@ -142,14 +143,6 @@ class Studio:
         self.closing.set()
         if self.runner is not None:
             self.runner.wait(2.0)
-
-
-def error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status, headers={"Cache-Control": "no-store"})
-
-
-def studio_of(request: Request) -> Studio:
-    return request.app.state.studio
 
 
 async def index(request: Request) -> Response:

@@ -17,34 +17,22 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from engine.errors import EngineError
 from engine.imageheader import check_image_bytes, check_image_file
 from engine.schema import NAME_PATTERN
+from engine.studio.replies import NO_STORE, as_json, error, studio_of
 from engine.studio.security import PathRefused, confine, confine_name
 from engine.studio.signatures import compile_signature, studio_pack
 
 log = logging.getLogger(__name__)
 
-NO_STORE = {"Cache-Control": "no-store"}
 FRAME_SUFFIXES = (".png", ".jpg", ".jpeg")
 MAX_TEST_FRAMES = 200
 ASSET_MODULE = "studio"
 """Templates cut here are named ``studio/NAME`` in the pack."""
 _counter = itertools.count(1)
-
-
-def _studio(request: Request) -> Any:
-    return request.app.state.studio
-
-
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status, headers=NO_STORE)
-
-
-def _json(body: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(body, status_code=status, headers=NO_STORE)
 
 
 async def _body_json(request: Request) -> dict[str, Any] | None:
@@ -91,33 +79,33 @@ def _decode(data: bytes, resolution: tuple[int, int]) -> np.ndarray:
 
 
 async def capture(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     result = await run_in_threadpool(studio.tools.call, "adb_screenshot", {})
     if not result.png:
-        return _error(503, f"no frame: {result.text}", status=result.status)
+        return error(503, f"no frame: {result.text}", status=result.status)
     frame = cv2.imdecode(np.frombuffer(result.png, np.uint8), cv2.IMREAD_COLOR)
-    return _json(await run_in_threadpool(_save_frame, studio.captures_dir, frame, "capture"))
+    return as_json(await run_in_threadpool(_save_frame, studio.captures_dir, frame, "capture"))
 
 
 async def upload(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form(max_files=1, max_fields=4)
         part = form.get("file") or next((v for v in form.values() if hasattr(v, "read")), None)
         if part is None or not hasattr(part, "read"):
             await form.close()
-            return _error(400, 'send the image as the multipart field "file"')
+            return error(400, 'send the image as the multipart field "file"')
         data = await part.read()
         await form.close()
     else:
         data = await request.body()
     if not data:
-        return _error(400, "the body is empty: send a PNG or JPEG")
+        return error(400, "the body is empty: send a PNG or JPEG")
     try:
         frame = await run_in_threadpool(_decode, data, tuple(studio.graph.resolution))
     except (ValueError, EngineError) as exc:
-        return _error(400, f"refused: {exc}")
-    return _json(await run_in_threadpool(_save_frame, studio.captures_dir, frame, "upload"))
+        return error(400, f"refused: {exc}")
+    return as_json(await run_in_threadpool(_save_frame, studio.captures_dir, frame, "upload"))
 
 
 def _frame_names(captures: Path) -> list[str]:
@@ -126,13 +114,13 @@ def _frame_names(captures: Path) -> list[str]:
 
 
 async def frames(request: Request) -> Response:
-    return _json({"frames": await run_in_threadpool(_frame_names, _studio(request).captures_dir)})
+    return as_json({"frames": await run_in_threadpool(_frame_names, studio_of(request).captures_dir)})
 
 
 async def frame_file(request: Request) -> Response:
-    path = confine_name(_studio(request).captures_dir, request.path_params["name"])
+    path = confine_name(studio_of(request).captures_dir, request.path_params["name"])
     if path.suffix.lower() not in FRAME_SUFFIXES or not path.is_file():
-        return _error(404, "not a saved frame")
+        return error(404, "not a saved frame")
     kind = "image/png" if path.suffix.lower() == ".png" else "image/jpeg"
     return Response(await run_in_threadpool(path.read_bytes), media_type=kind, headers=NO_STORE)
 
@@ -191,16 +179,16 @@ def _cut(studio: Any, frame_name: str, box_value: Any, name: str) -> dict[str, A
 
 
 async def template(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     body = await _body_json(request)
     if body is None or not all(isinstance(body.get(k), str) for k in ("frame", "name")):
-        return _error(400, 'send {"frame": NAME, "box": [x1, y1, x2, y2], "name": "BUTTON_NAME"}')
+        return error(400, 'send {"frame": NAME, "box": [x1, y1, x2, y2], "name": "BUTTON_NAME"}')
     if not re.match(NAME_PATTERN, body["name"]) or len(body["name"]) > 100:
-        return _error(400, f"name {body['name']!r} does not match the graph's name pattern {NAME_PATTERN}")
+        return error(400, f"name {body['name']!r} does not match the graph's name pattern {NAME_PATTERN}")
     try:
-        return _json(await run_in_threadpool(_cut, studio, body["frame"], body.get("box"), body["name"]))
+        return as_json(await run_in_threadpool(_cut, studio, body["frame"], body.get("box"), body["name"]))
     except (ValueError, EngineError) as exc:
-        return _error(400, str(exc))
+        return error(400, str(exc))
 
 
 # --------------------------------------------------------------------------------------------------- testing
@@ -251,20 +239,20 @@ def _test(studio: Any, signature: Any, folder: Path) -> dict[str, Any]:
 async def test_signature(request: Request) -> Response:
     from engine.schema import Signature
 
-    studio = _studio(request)
+    studio = studio_of(request)
     body = await _body_json(request)
     if body is None or not isinstance(body.get("signature"), dict):
-        return _error(400, 'send {"signature": {...}, "folder": "captures"}')
+        return error(400, 'send {"signature": {...}, "folder": "captures"}')
     try:
         signature = TypeAdapter(Signature).validate_python(body["signature"])
     except ValidationError as exc:
         problems = [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        return _error(400, "bad signature: " + "; ".join(problems), problems=problems)
+        return error(400, "bad signature: " + "; ".join(problems), problems=problems)
     folder = resolve_folder(studio, str(body.get("folder") or "captures"))
     try:
-        return _json(await run_in_threadpool(_test, studio, signature, folder))
+        return as_json(await run_in_threadpool(_test, studio, signature, folder))
     except (ValueError, KeyError, EngineError) as exc:
-        return _error(400, f"cannot test the signature: {exc}")
+        return error(400, f"cannot test the signature: {exc}")
 
 
 # --------------------------------------------------------------------------------------------------- validate
@@ -278,4 +266,4 @@ def _validate(graph_dir: Path) -> dict[str, Any]:
 
 
 async def validate(request: Request) -> Response:
-    return _json(await run_in_threadpool(_validate, _studio(request).graph_dir))
+    return as_json(await run_in_threadpool(_validate, studio_of(request).graph_dir))

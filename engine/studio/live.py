@@ -18,13 +18,13 @@ from starlette.responses import JSONResponse, Response
 
 from engine.errors import NoRoute, UnknownPage
 from engine.routes import canonical_page, plan_route
+from engine.studio.replies import NO_STORE, as_json, error, studio_of
 from engine.studio.runs import EventStreamResponse, event_stream
 from engine.studio.security import confine_name
 from engine.transcript import read_lines
 
 log = logging.getLogger(__name__)
 
-NO_STORE = {"Cache-Control": "no-store"}
 DOT_TIMEOUT_S = 10.0
 TRANSCRIPT_LIMIT = 500
 SVG_CACHE = 32
@@ -32,27 +32,15 @@ BELIEVED_FILL = "#ffd54f"
 ROUTE_COLOR = "#1e88e5"
 
 
-def _studio(request: Request) -> Any:
-    return request.app.state.studio
-
-
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status, headers=NO_STORE)
-
-
-def _json(body: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(body, status_code=status, headers=NO_STORE)
-
-
 def page_names(graph: Any) -> list[str]:
     return [p for p in graph.page_names if p != graph.unknown_page]
 
 
 async def info(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     graph, session = studio.graph, studio.session
     tasks = session.tasks.book.describe() if session.tasks is not None else []
-    return _json({
+    return as_json({
         "game": graph.game, "server": graph.server, "resolution": list(graph.resolution),
         "pages": page_names(graph), "popups": [p.name for p in graph.popups], "tasks": tasks,
         "believed_page": studio.believed_page(), "sim": session.sim is not None,
@@ -66,12 +54,12 @@ async def _screenshot(studio: Any) -> tuple[bytes | None, JSONResponse | None]:
     """A fresh frame as PNG through the bounded screenshot tool, or the error response to give."""
     result = await run_in_threadpool(studio.tools.call, "adb_screenshot", {})
     if not result.ok and not result.png:
-        return None, _error(503, f"no frame: {result.text}", status=result.status)
+        return None, error(503, f"no frame: {result.text}", status=result.status)
     return result.png, None
 
 
 async def frame_png(request: Request) -> Response:
-    png, problem = await _screenshot(_studio(request))
+    png, problem = await _screenshot(studio_of(request))
     if problem is not None:
         return problem
     return Response(png, media_type="image/png", headers=NO_STORE)
@@ -97,9 +85,9 @@ def _observe_png(studio: Any, png: bytes) -> tuple[dict[str, Any], int]:
 
 
 async def observe(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     if studio.session.observer is None:
-        return _error(503, f"this session cannot observe: {studio.session.unavailable or 'no observer'}")
+        return error(503, f"this session cannot observe: {studio.session.unavailable or 'no observer'}")
     png, problem = await _screenshot(studio)
     if problem is not None:
         return problem
@@ -107,7 +95,7 @@ async def observe(request: Request) -> Response:
         body, number = await run_in_threadpool(_observe_png, studio, png)
     except Exception as exc:  # noqa: BLE001 - a bad frame is an answer for the page, not a crash
         log.debug("observe failed", exc_info=True)
-        return _error(503, f"cannot observe: {type(exc).__name__}: {exc}")
+        return error(503, f"cannot observe: {type(exc).__name__}: {exc}")
     navigator = studio.session.navigator
     body.update({
         "believed_page": studio.believed_page(),
@@ -116,14 +104,14 @@ async def observe(request: Request) -> Response:
         "frame_url": f"/api/observed/{number}.png",
         "busy": studio.tools.bounded.busy(),
     })
-    return _json(body)
+    return as_json(body)
 
 
 async def observed_png(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     last = studio.last_frame
     if last is None or last[0] != request.path_params["number"]:
-        return _error(404, "that frame is gone: only the last observed frame is kept")
+        return error(404, "that frame is gone: only the last observed frame is kept")
     return Response(last[1], media_type="image/png", headers={"Cache-Control": "private, max-age=60"})
 
 
@@ -150,10 +138,10 @@ def render_svg(dot_text: str, dot: str) -> bytes:
 
 
 async def graph_svg(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     dot = shutil.which("dot")
     if dot is None:
-        return _error(503, "graphviz is not installed (no `dot` on PATH): install it with "
+        return error(503, "graphviz is not installed (no `dot` on PATH): install it with "
                            "scripts/install-system-deps.sh or `apt-get install graphviz`")
     believed = studio.believed_page()
     route_pages: list[str] = []
@@ -169,7 +157,7 @@ async def graph_svg(request: Request) -> Response:
         try:
             svg = await run_in_threadpool(render_svg, graph_dot(studio.graph, believed, route_pages), dot)
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-            return _error(503, f"graphviz failed: {exc}")
+            return error(503, f"graphviz failed: {exc}")
         if len(studio.svg_cache) >= SVG_CACHE:
             studio.svg_cache.pop(next(iter(studio.svg_cache)))
         studio.svg_cache[key] = svg
@@ -184,11 +172,11 @@ def _page_or_404(graph: Any, name: str) -> tuple[str, JSONResponse | None]:
     if page in names:
         return page, None
     hint, options = did_you_mean(name, names)
-    return page, _error(404, f"unknown page {name!r}{hint}", suggestions=options)
+    return page, error(404, f"unknown page {name!r}{hint}", suggestions=options)
 
 
 async def route(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     graph = studio.graph
     dst, problem = _page_or_404(graph, request.query_params.get("to", ""))
     if problem is not None:
@@ -201,23 +189,23 @@ async def route(request: Request) -> Response:
     try:
         planned = plan_route(graph, src, dst)
     except (UnknownPage, NoRoute) as exc:
-        return _error(409, f"no route from {src} to {dst}: {exc}")
-    return _json({**planned.to_dict(), "believed_page": believed})
+        return error(409, f"no route from {src} to {dst}: {exc}")
+    return as_json({**planned.to_dict(), "believed_page": believed})
 
 
 async def goto(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     body = await _body_json(request)
     if not isinstance(body, dict) or not isinstance(body.get("page"), str):
-        return _error(400, 'send {"page": "page_name"}')
+        return error(400, 'send {"page": "page_name"}')
     page, problem = _page_or_404(studio.graph, body["page"])
     if problem is not None:
         return problem
     run = studio.runner.start(page)
     if run is None:
         current = studio.runner.current or {}
-        return _error(409, f"a goto to {current.get('page')} is running", run=current.get("run"))
-    return _json({"run": run["run"], "page": page}, status=202)
+        return error(409, f"a goto to {current.get('page')} is running", run=current.get("run"))
+    return as_json({"run": run["run"], "page": page}, status=202)
 
 
 async def _body_json(request: Request) -> Any:
@@ -228,28 +216,28 @@ async def _body_json(request: Request) -> Any:
 
 
 async def events(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     try:
         max_seconds = float(request.query_params["max_s"]) if "max_s" in request.query_params else None
     except ValueError:
-        return _error(400, "max_s must be a number of seconds")
+        return error(400, "max_s must be a number of seconds")
     stream = event_stream(studio.bus, studio.session.transcript, request.is_disconnected, studio.closing,
                           max_seconds=max_seconds)
     return EventStreamResponse(stream, headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
 async def transcript(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     ledger = studio.session.transcript
     try:
         since = int(request.query_params.get("since", 0))
         limit = max(1, min(TRANSCRIPT_LIMIT, int(request.query_params.get("limit", TRANSCRIPT_LIMIT))))
     except ValueError:
-        return _error(400, "since and limit must be integers")
+        return error(400, "since and limit must be integers")
     if ledger is None:
-        return _json({"lines": [], "seq": 0, "enabled": False})
+        return as_json({"lines": [], "seq": 0, "enabled": False})
     lines = await run_in_threadpool(ledger.since, since)
-    return _json({"lines": lines[-limit:], "seq": ledger.seq, "enabled": True})
+    return as_json({"lines": lines[-limit:], "seq": ledger.seq, "enabled": True})
 
 
 def _bundle_root(studio: Any) -> Path | None:
@@ -268,7 +256,7 @@ def _list_bundles(root: Path | None) -> list[dict[str, Any]]:
 
 
 async def bundles(request: Request) -> Response:
-    return _json({"bundles": await run_in_threadpool(_list_bundles, _bundle_root(_studio(request)))})
+    return as_json({"bundles": await run_in_threadpool(_list_bundles, _bundle_root(studio_of(request)))})
 
 
 def _read_bundle(root: Path, name: str) -> dict[str, Any]:
@@ -283,18 +271,18 @@ def _read_bundle(root: Path, name: str) -> dict[str, Any]:
 
 
 async def bundle(request: Request) -> Response:
-    root = _bundle_root(_studio(request))
+    root = _bundle_root(studio_of(request))
     if root is None or not root.is_dir():
-        return _error(404, "this session keeps no error bundles (no transcript folder)")
-    return _json(await run_in_threadpool(_read_bundle, root, request.path_params["name"]))
+        return error(404, "this session keeps no error bundles (no transcript folder)")
+    return as_json(await run_in_threadpool(_read_bundle, root, request.path_params["name"]))
 
 
 async def bundle_file(request: Request) -> Response:
-    root = _bundle_root(_studio(request))
+    root = _bundle_root(studio_of(request))
     if root is None or not root.is_dir():
-        return _error(404, "this session keeps no error bundles (no transcript folder)")
+        return error(404, "this session keeps no error bundles (no transcript folder)")
     folder = confine_name(root, request.path_params["name"])
     path = confine_name(folder, request.path_params["file"])
     if path.suffix.lower() != ".png" or not path.is_file():
-        return _error(404, "only the bundle's PNG frames are served")
+        return error(404, "only the bundle's PNG frames are served")
     return Response(await run_in_threadpool(path.read_bytes), media_type="image/png", headers=NO_STORE)

@@ -15,32 +15,20 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from engine.errors import ConfigError
 from engine.schema import NAME_PATTERN
+from engine.studio.replies import NO_STORE, as_json, error, studio_of
 from engine.studio.security import SAFE_NAME, PathRefused, confine_name
 
 log = logging.getLogger(__name__)
 
-NO_STORE = {"Cache-Control": "no-store"}
 FOLDER = "proposals"
 """The proposals folder's name inside the transcript folder (engine.learning.attach writes there)."""
 IMAGES = {"frame_url": "frame.png", "crop_url": "crop.png"}
 NO_FOLDER = "this session keeps no proposals: start the studio with --transcript DIR to learn from its runs"
 SHIPPED = "the shipped graph is never written: start the studio with --graph on your copy"
-
-
-def _studio(request: Request) -> Any:
-    return request.app.state.studio
-
-
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status, headers=NO_STORE)
-
-
-def _json(body: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(body, status_code=status, headers=NO_STORE)
 
 
 def proposals_folder(studio: Any) -> Path | None:
@@ -91,14 +79,14 @@ def _list(folder: Path | None) -> dict[str, Any]:
 
 
 async def listing(request: Request) -> Response:
-    return _json(await run_in_threadpool(_list, proposals_folder(_studio(request))))
+    return as_json(await run_in_threadpool(_list, proposals_folder(studio_of(request))))
 
 
 async def _image(request: Request, suffix: str) -> Response:
     name = request.path_params["name"]
-    path = _proposal_file(proposals_folder(_studio(request)), name).with_name(f"{name}{suffix}")
+    path = _proposal_file(proposals_folder(studio_of(request)), name).with_name(f"{name}{suffix}")
     if not path.is_file():
-        return _error(404, f"{path.name} is missing")
+        return error(404, f"{path.name} is missing")
     return Response(await run_in_threadpool(path.read_bytes), media_type="image/png", headers=NO_STORE)
 
 
@@ -152,20 +140,20 @@ async def accept_one(request: Request) -> Response:
     from engine.learning import learned_pack_dir
     from engine.proposals import Refused
 
-    studio = _studio(request)
+    studio = studio_of(request)
     folder, name = proposals_folder(studio), request.path_params["name"]
     _proposal_file(folder, name)
     if learned_pack_dir(studio.graph_dir) is None:
-        return _error(409, SHIPPED)
+        return error(409, SHIPPED)
     try:
         done = await run_in_threadpool(_accept, studio, folder, name)
     except Refused as exc:
-        return _error(409, str(exc), fired=[_shown_path(studio, p) for p in exc.fired])
+        return error(409, str(exc), fired=[_shown_path(studio, p) for p in exc.fired])
     except ConfigError as exc:
-        return _error(400, str(exc))
+        return error(400, str(exc))
     log.info("studio: accepted %s into %s (live session %s)", name, done["graph_file"],
              "took it up" if done["adopted"] else "takes it up when restarted")
-    return _json(done)
+    return as_json(done)
 
 
 def _reject(studio: Any, folder: Path, name: str) -> dict[str, Any]:
@@ -177,12 +165,12 @@ def _reject(studio: Any, folder: Path, name: str) -> dict[str, Any]:
 
 
 async def reject_one(request: Request) -> Response:
-    studio = _studio(request)
+    studio = studio_of(request)
     folder, name = proposals_folder(studio), request.path_params["name"]
     _proposal_file(folder, name)
     try:
         done = await run_in_threadpool(_reject, studio, folder, name)
     except ConfigError as exc:
-        return _error(400, str(exc))
+        return error(400, str(exc))
     log.info("studio: rejected %s", name)
-    return _json(done)
+    return as_json(done)
