@@ -144,13 +144,6 @@ class Learner:
         self.watch: Watch | None = None
         self.failed: dict[str, int] = {}
         """Dismissals of a learned popup that did not work, in a row."""
-        self.accepted: list[str] = []
-        self.demoted: list[dict[str, Any]] = []
-        self.changed = False
-
-    def report(self) -> dict[str, Any]:
-        """What this learner did so far (for a result's data.learning)."""
-        return {"accepted": list(self.accepted), "demoted": list(self.demoted)}
 
     def try_unnamed(self, nav: Any, ctx: Any) -> bool:
         """The model named nothing declared but a point that closes what covers the screen: tap it (the next
@@ -185,28 +178,27 @@ class Learner:
         a lesson's tap judges it (a known page without popups, and what was tapped gone from around the point: it
         worked and is proposed; anything else: dropped); the first look after a learned popup's dismissal judges
         that. True when the graph changed (a popup accepted or demoted): the frame must be observed again."""
-        self.changed = False
         if obs.page is not None and not obs.popups:
             _keep(self.known, obs.page, frame)
         for popup in obs.popups[:1]:  # a known popup's frame: a crop must not match it either
             _keep(self.popup_frames, popup, frame)
-        if self.watch is not None:
-            self._judge_learned(ctx, obs)
+        changed = self.watch is not None and self._judge_learned(ctx, obs)
         lesson, self.pending = self.pending, None
         if lesson is None or obs.page is None or obs.popups or not _gone(lesson, frame):
-            return self.changed
+            return changed
         try:
-            path = self.record(lesson, obs.page)
+            path, proposal = self.record(lesson, obs.page)
             ctx.record("proposal", path=str(path), shown_on=obs.page)
             if self.auto is not None:
-                self._maybe_accept(ctx, path)
+                changed = self._maybe_accept(ctx, path, proposal) or changed
         except (OSError, ValueError, yaml.YAMLError) as exc:  # learning is a bonus: it never fails the run
             log.warning("could not record the proposal for %r: %s", lesson.label, exc)
-        return self.changed
+        return changed
 
-    def _judge_learned(self, ctx: Any, obs: Any) -> None:
+    def _judge_learned(self, ctx: Any, obs: Any) -> bool:
         """Demote a learned popup whose tap went through to the page beneath (another known page came: it fired
-        where a known page was), or whose dismissal did not work twice in a row (it is still there)."""
+        where a known page was), or whose dismissal did not work twice in a row (it is still there). True when
+        the live graph changed."""
         watch, self.watch = self.watch, None
         reason = None
         if watch.page is not None and obs.page is not None and obs.page != watch.page:
@@ -217,86 +209,85 @@ class Learner:
                 reason = "its dismissal did not work: it was still there after two taps in a row"
         else:
             self.failed.pop(watch.popup, None)
-        if reason is not None:
-            self.demote(ctx, watch.popup, reason, watch.frame)
+        return reason is not None and self.demote(ctx, watch.popup, reason, watch.frame)
 
-    def demote(self, ctx: Any, name: str, reason: str, frame: np.ndarray | None = None) -> None:
-        """Take learned popup `name` out of the user's graph and report it (the live engine stops seeing it)."""
+    def demote(self, ctx: Any, name: str, reason: str, frame: np.ndarray | None = None) -> bool:
+        """Take learned popup `name` out of the user's graph and report it (the live engine stops seeing it).
+        True when the live graph changed."""
         from engine.proposals import demote
 
-        report: dict[str, Any] = {"demoted": name, "reason": reason}
         if self.graph_dir is not None:
             try:
-                report = demote(self.folder, self.graph_dir, name, reason, frame)
+                demote(self.folder, self.graph_dir, name, reason, frame)
             except OSError as exc:
                 log.warning("could not take %s out of %s: %s", name, self.graph_dir, exc)
         else:
             log.warning("learned popup %s misfired (%s); the session has no graph folder to take it out of",
                         name, reason)
-        self.demoted.append(report)
         self.failed.pop(name, None)
         ctx.record("learned_demoted", popup=name, reason=reason)
-        self._adopt(ctx)
+        return self._adopt(ctx)
 
-    def _maybe_accept(self, ctx: Any, path: Path) -> None:
+    def _maybe_accept(self, ctx: Any, path: Path, proposal: dict[str, Any]) -> bool:
+        """Accept the proposal at `path` if the policy's sightings are reached and nothing speaks against it.
+        True when the live graph changed."""
         from engine.errors import ConfigError
-        from engine.proposals import accept, read_proposal
+        from engine.proposals import accept
 
-        proposal = read_proposal(path)
         if int(proposal.get("sightings", 1)) < int(self.auto or 0):
-            return
+            return False
         if self._was_demoted(path, proposal):
             log.warning("learning: auto does not accept %s: the same screen was demoted before; it waits for "
                         "review (python -m engine proposals)", proposal["name"])
-            return
+            return False
         if self.graph_dir is None or self.pack_dir is None:
             log.warning("learning: auto cannot accept %s: the session has no graph folder and asset pack of yours "
                         "to write (pass --graph and --assets)", proposal["name"])
-            return
+            return False
         try:
             done = accept(self.folder, proposal["name"], self.graph_dir, self.pack_dir, pages_pack=self.pages_pack,
                           by="auto")
         except ConfigError as exc:  # refused (it fires on a known page) or the graph would break: it waits
             log.warning("learning: auto did not accept %s: %s", proposal["name"], exc)
             ctx.record("proposal_refused", name=proposal["name"], reason=str(exc)[:500])
-            return
-        self.accepted.append(proposal["name"])
+            return False
         ctx.record("proposal_accepted", **done)
-        self._adopt(ctx)
+        return self._adopt(ctx)
 
     def _was_demoted(self, path: Path, proposal: dict[str, Any]) -> bool:
         """Whether a learned popup of the same screen (its crop found where it was cut) was demoted before."""
         crop = cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR)
         for misfire in sorted((self.folder / "demoted").glob("*.misfire.png")) if crop is not None else ():
-            frame = cv2.imread(str(misfire), cv2.IMREAD_COLOR)
-            if frame is not None and best_score(crop, frame, tuple(proposal["area"]), 8) >= SAME_SCREEN:
+            if _same_screen(crop, cv2.imread(str(misfire), cv2.IMREAD_COLOR), proposal["area"]):
                 return True
         return False
 
-    def _adopt(self, ctx: Any) -> None:
+    def _adopt(self, ctx: Any) -> bool:
+        """The live engine takes up the changed graph folder; False when it has no way to, or the folder broke."""
         if self.adopt is None:
-            return
+            return False
         try:
             self.adopt()
-            self.changed = True
+            return True
         except Exception as exc:  # noqa: BLE001 - a graph folder that no longer loads must not end the run
             log.warning("the changed graph could not be taken up: %s", exc)
             ctx.record("learning_error", message=str(exc)[:500])
+            return False
 
-    def record(self, lesson: Lesson, page: str) -> Path:
-        """Write the lesson as a proposal, or count up the proposal of the same screen. Returns its path."""
+    def record(self, lesson: Lesson, page: str) -> tuple[Path, dict[str, Any]]:
+        """Write the lesson as a proposal, or count up the proposal of the same screen: its path and contents."""
         from engine.proposals import read_proposal
 
         self.folder.mkdir(parents=True, exist_ok=True)
         for path in sorted(self.folder.glob("*.yaml")):
             proposal = read_proposal(path)
-            crop = cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR)
-            if crop is not None and best_score(crop, lesson.frame, tuple(proposal["area"]), 8) >= SAME_SCREEN:
+            if _same_screen(cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR), lesson.frame,
+                            proposal["area"]):
                 proposal["sightings"] = int(proposal.get("sightings", 1)) + 1
                 proposal["last_seen"] = _now()
                 path.write_text(yaml.safe_dump(proposal, sort_keys=False))
                 log.info("proposal %s seen again (%d sightings)", proposal["name"], proposal["sightings"])
-                return path
+                return path, proposal
         # A "known page" frame showing this very screen was the popup over a page still recognised: not known.
         known = {name: frame for name, frame in self.known.items() if not _same_around(lesson, frame)}
         known_dir = self.folder / "known"
@@ -318,7 +309,12 @@ class Learner:
         path.write_text(yaml.safe_dump(proposal, sort_keys=False))
         log.info("proposed %s (%r): tap %s led to %s; crop %s, collision %.2f", name, lesson.label,
                  list(lesson.point), page, list(area), collision)
-        return path
+        return path, proposal
+
+
+def _same_screen(crop: np.ndarray | None, frame: np.ndarray | None, area: list[int]) -> bool:
+    """Whether a proposal's crop is found on `frame` where it was cut: the same screen, seen again."""
+    return crop is not None and frame is not None and best_score(crop, frame, tuple(area), 8) >= SAME_SCREEN
 
 
 def _keep(frames: dict[str, np.ndarray], name: str, frame: np.ndarray) -> None:

@@ -55,8 +55,8 @@ def propose_popup(session, folder: Path) -> None:
     game.tap((x1 + x2) // 2, (y1 + y2) // 2)
     truth = game.truth()
     assert not truth["popups"], truth
-    path = Learner(folder).record(Lesson(frame, ((x1 + x2) // 2, (y1 + y2) // 2), "Items obtained panel"),
-                                  truth["page"])
+    path, _ = Learner(folder).record(Lesson(frame, ((x1 + x2) // 2, (y1 + y2) // 2), "Items obtained panel"),
+                                     truth["page"])
     assert path.stem == PROPOSAL
 
 

@@ -75,7 +75,7 @@ def main_frame(session) -> np.ndarray:
 
 def propose(folder, frame: np.ndarray, point: tuple[int, int], label: str) -> str:
     """The lesson recorded as the learner does once a tap closed what covered page_main: the proposal's name."""
-    return Learner(folder).record(Lesson(frame, point, label), "page_main").stem
+    return Learner(folder).record(Lesson(frame, point, label), "page_main")[0].stem
 
 
 def listed(client) -> dict[str, dict]:
