@@ -179,8 +179,7 @@ def describe(tools: Tools, name: str) -> str:
     if name == "alas_goto":
         text += f" Pages: {', '.join(p for p in tools.graph.page_names if p != tools.graph.unknown_page)}."
     if name == "alas_run":
-        names = (tools.tasks.names() if tools.tasks is not None else []) + \
-            [t["name"] for p in tools.providers for t in p.describe()]  # outside tasks too (alas:Commission)
+        names = [t["name"] for t in tools.all_tasks()]  # outside tasks too (alas:Commission)
         text += f" Tasks: {', '.join(names)}." if names else ""
         longer = [f"{t} {tools.task_bound(t):g} s" for t in names if tools.task_bound(t) != tools.bound(name)]
         text += f" Longer bounds: {', '.join(longer)}." if longer else ""

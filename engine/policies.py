@@ -205,8 +205,12 @@ class Policies:
                  learning: Learning | None = None) -> None:
         self._policies = dict(policies)
         self.source = source
-        self.learning = learning or Learning()
-        self.learning_set = learning is not None
+        self._learning = learning  # None: this file does not say (a merge keeps the other's)
+
+    @property
+    def learning(self) -> Learning:
+        """The trust in learned popups (the default, propose, when no file set it)."""
+        return self._learning or Learning()
 
     @property
     def names(self) -> list[str]:
@@ -227,7 +231,7 @@ class Policies:
     def merged(self, other: Policies) -> Policies:
         """These policies with `other`'s replacing those of the same name."""
         return Policies({**self._policies, **other._policies}, source=other.source or self.source,
-                        learning=other.learning if other.learning_set else self.learning)
+                        learning=other._learning or self._learning)
 
 
 # --------------------------------------------------------------------------------------------------- loading

@@ -261,12 +261,9 @@ class Tools:
             return self._unavailable("alas_tools", started, None)
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
-            listed = (self.tasks.book.describe() if self.tasks is not None else []) + \
-                [t for p in self.providers for t in p.describe()]
-            tasks = [{**t, "bound_s": self.task_bound(t["name"])} for t in listed]
-            names = ", ".join(t["name"] for t in tasks)
-            return self.result("alas_tools", started, ok=True, status="ok",
-                               text=f"{len(tasks)} task(s): {names}" if tasks else "no tasks", tool_success=True,
+            tasks = [{**t, "bound_s": self.task_bound(t["name"])} for t in self.all_tasks()]
+            text = f"{len(tasks)} task(s): {', '.join(t['name'] for t in tasks)}" if tasks else "no tasks"
+            return self.result("alas_tools", started, ok=True, status="ok", text=text, tool_success=True,
                                state_verification="not_checked", extra={"tasks": tasks})
 
         return self._bounded("alas_tools", work, cancel, started)
@@ -276,28 +273,30 @@ class Tools:
                  started: float) -> ToolResult:
         if self.navigator is None:
             return self._unavailable("alas_run", started, name)
-        names = self.tasks.names() if self.tasks is not None else []
         provider = provider_for(self.providers, name) if isinstance(name, str) else None
-        if name not in names and provider is None:
-            return self._unknown("alas_run", started, "task", name,
-                                 names + [t["name"] for p in self.providers for t in p.describe()])
+        if provider is None and (self.tasks is None or name not in self.tasks.names()):
+            return self._unknown("alas_run", started, "task", name, [t["name"] for t in self.all_tasks()])
         if not isinstance(resume, bool):
             return self.result("alas_run", started, ok=False, status="bad_argument",
                                text=f"alas_run: resume must be true or false, not {resume!r}", target=name)
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             ctx = self._context("run", name, stop, deadline)
-            if provider is not None:
-                return self._conclude("alas_run", ctx, run_external(self.navigator, provider, name, ctx), started)
-            return self._conclude("alas_run", ctx, self.tasks.run(name, ctx, resume=resume), started)
+            outcome = run_external(self.navigator, provider, name, ctx) if provider is not None else \
+                self.tasks.run(name, ctx, resume=resume)
+            return self._conclude("alas_run", ctx, outcome, started)
 
         return self._bounded("alas_run", work, cancel, started, target=name, exclusive=True,
                              bound=self.task_bound(name))
 
+    def all_tasks(self) -> list[dict[str, Any]]:
+        """``[{name, description, ...}]`` of every task alas_run takes: the graph's and skills, then outside ones."""
+        yaml_tasks = self.tasks.book.describe() if self.tasks is not None else []
+        return [*yaml_tasks, *(t for p in self.providers for t in p.describe())]
+
     def task_bound(self, name: str) -> float:
         """The bound of running task `name`: its own policy's timeout (a daily routine names one), else alas_run's."""
-        outside = outside_bound(self.providers, name, self.policies)
-        if outside is not None:
+        if (outside := outside_bound(self.providers, name, self.policies)) is not None:
             return outside
         known = self.tasks is not None and name in self.tasks.names()
         policy = self.tasks.book.get(name).policy if known else None
@@ -353,7 +352,8 @@ class Tools:
                              target=ctx.target or None, expected=outcome.expected, observation=outcome.observation,
                              attempts=ctx.attempts, tool_success=tool_success,
                              extra={"hops": ctx.hops, "belief": belief, "vision_calls": ctx.vision_calls,
-                                    **({"learning": ctx.learning()} if ctx.learning() else {}), **outcome.extra})
+                                    **({"learning": learned} if (learned := ctx.learning()) else {}),
+                                    **outcome.extra})
         return ctx.finish(result)
 
     # ------------------------------------------------------------------------------------------- helpers
