@@ -35,6 +35,7 @@ from engine.observe import Observer
 from engine.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
 from engine.tools import Tools
+from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
 from verifiers.vision import VisionClient
 
@@ -50,14 +51,6 @@ def _hide(graph):
     return graph.model_copy(update={"popups": [p for p in graph.popups if p.name not in HIDDEN]})
 
 
-def _tap(graph, name: str) -> list[int]:
-    action = graph.popup(name).dismiss[0]
-    if action.button is None:
-        return list(action.point)
-    x1, y1, x2, y2 = graph.button(action.button).click_area
-    return [(x1 + x2) // 2, (y1 + y2) // 2]
-
-
 @pytest.fixture
 def fake_gemini():
     from tests.conftest import FakeGemini
@@ -69,7 +62,7 @@ def fake_gemini():
 
 def _answer(full, popup: str) -> dict:
     return {"page": None, "popup": None, "blocking_element": popup.replace("_", " ").title(), "ocr_text": "",
-            "suggested_action": "dismiss_popup_then_retry", "confidence": 0.9, "tap": _tap(full, popup)}
+            "suggested_action": "dismiss_popup_then_retry", "confidence": 0.9, "tap": dismiss_point(full, popup)}
 
 
 @pytest.mark.soak

@@ -108,3 +108,10 @@ def far_page():
         return best
 
     return farthest
+
+
+def dismiss_point(graph, popup: str) -> list[int]:
+    """Where `popup`'s first dismissal taps (engine.actuator's tap_point): what a model that reads the screen names."""
+    from engine.actuator import Actuator
+
+    return list(Actuator(None, graph).tap_point(graph.popup(popup).dismiss[0], None))

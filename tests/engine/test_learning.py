@@ -27,6 +27,7 @@ from engine.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
 from engine.studio.signatures import LayeredPack
 from engine.tools import Tools
+from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
 from tests.engine.test_learning_trust import _user_pack
 from verifiers.vision import VisionClient
@@ -37,10 +38,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def without(graph, popup: str):
     return graph.model_copy(update={"popups": [p for p in graph.popups if p.name != popup]})
-
-
-def centre(area) -> list[int]:
-    return [(area[0] + area[2]) // 2, (area[1] + area[3]) // 2]
 
 
 @pytest.fixture
@@ -76,8 +73,7 @@ def test_a_resolved_popup_is_proposed_accepted_and_then_handled_without_the_mode
     full, assets, game, gemini, engine = world
     folder = tmp_path / "proposals"
     tools = engine(without(full, HIDDEN), assets, Learner(folder))
-    dismiss = full.popup(HIDDEN).dismiss[0]
-    tap = centre(full.button(dismiss.button).click_area) if dismiss.button else list(dismiss.point)
+    tap = dismiss_point(full, HIDDEN)
     gemini.answer = _answer(tap)
 
     for seen in (1, 2):  # the same screen twice: one proposal, two sightings
@@ -129,9 +125,7 @@ def test_accepting_a_signature_that_fires_on_a_known_page_is_refused(world, tmp_
     full, assets, game, gemini, engine = world
     folder = tmp_path / "proposals"
     tools = engine(without(full, HIDDEN), assets, Learner(folder))
-    dismiss = full.popup(HIDDEN).dismiss[0]
-    gemini.answer = _answer(centre(full.button(dismiss.button).click_area) if dismiss.button
-                            else list(dismiss.point))
+    gemini.answer = _answer(dismiss_point(full, HIDDEN))
     assert tools.alas_goto("page_reward").ok and tools.alas_goto("page_main").ok
     game.show_popup(HIDDEN)
     assert tools.alas_goto("page_reward").ok
@@ -175,8 +169,7 @@ def test_a_popup_that_leaves_its_page_recognised_is_learned_when_the_page_swallo
     full, assets, game, gemini, engine = world
     folder = tmp_path / "proposals"
     tools = engine(without(full, "GET_SHIP"), assets, Learner(folder))
-    dismiss = full.popup("GET_SHIP").dismiss[0]
-    gemini.answer = _answer(centre(full.button(dismiss.button).click_area) if dismiss.button else list(dismiss.point))
+    gemini.answer = _answer(dismiss_point(full, "GET_SHIP"))
     assert tools.alas_goto("page_main").ok
     game.show_popup("GET_SHIP")  # page_main stays recognised under it; its taps go nowhere
     result = tools.alas_goto("page_reward")
@@ -197,8 +190,7 @@ def test_an_agents_tap_on_an_unknown_screen_that_works_becomes_a_proposal(world,
     assert tools.alas_goto("page_main").ok
     game.show_popup(HIDDEN)
     assert tools.alas_goto("page_reward").status == "unknown_screen"
-    dismiss = full.popup(HIDDEN).dismiss[0]
-    x, y = centre(full.button(dismiss.button).click_area) if dismiss.button else list(dismiss.point)
+    x, y = dismiss_point(full, HIDDEN)
     missed = tools.adb_tap(5, 5)  # the agent's first guess closes nothing: no lesson
     assert missed.ok and not list(folder.glob("*.yaml"))
     result = tools.adb_tap(x, y)  # (as the agent runtime calls it) the second does

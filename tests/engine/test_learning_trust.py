@@ -17,6 +17,7 @@ from engine.assetpacks import new_index, save_index, write_template
 from engine.loader import load_graph
 from engine.session import open_session
 from engine.sim import SyntheticAssets, start_embedded
+from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
 
 HIDDEN = "GET_SHIP"
@@ -40,14 +41,6 @@ def _user_pack(folder: Path, assets: SyntheticAssets) -> Path:
     return folder
 
 
-def _tap(graph, name: str) -> list[int]:
-    action = graph.popup(name).dismiss[0]
-    if action.button is None:
-        return list(action.point)
-    x1, y1, x2, y2 = graph.button(action.button).click_area
-    return [(x1 + x2) // 2, (y1 + y2) // 2]
-
-
 @pytest.fixture(scope="module")
 def drawn():
     full = load_graph(server="en")
@@ -63,7 +56,8 @@ def user(drawn, fake_gemini, tmp_path, monkeypatch):
     monkeypatch.setenv("ENGINE_VISION_BASE_URL", fake_gemini.url)
     monkeypatch.setenv("ENGINE_VISION_TIMEOUT", "5")
     fake_gemini.answer = {"page": None, "popup": None, "blocking_element": "New ship", "ocr_text": "",
-                          "suggested_action": "dismiss_popup_then_retry", "confidence": 0.9, "tap": _tap(full, HIDDEN)}
+                          "suggested_action": "dismiss_popup_then_retry", "confidence": 0.9,
+                          "tap": dismiss_point(full, HIDDEN)}
     sessions, clock = [], FakeClock()  # waits move the clock: settles and loading cost no wall time
     with start_embedded(full, assets=assets, clock=clock) as sim:
 

@@ -21,6 +21,7 @@ from engine.observe import Observer
 from engine.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
 from engine.tools import Tools
+from tests.conftest import dismiss_point
 from tests.engine.agent.test_loop import TINY_MODEL_POLICY, call, final
 from tests.engine.sim.conftest import FakeClock
 
@@ -31,9 +32,7 @@ def test_the_agents_tap_that_clears_an_unknown_screen_becomes_a_proposal(scripte
     full = load_graph(server="en")
     graph = full.model_copy(update={"popups": [p for p in full.popups if p.name != HIDDEN]})
     assets, policies, clock = SyntheticAssets(full), load_policies(), FakeClock()
-    action = full.popup(HIDDEN).dismiss[0]
-    x1, y1, x2, y2 = full.button(action.button).click_area if action.button else (*action.point, *action.point)
-    x, y = (x1 + x2) // 2, (y1 + y2) // 2
+    x, y = dismiss_point(full, HIDDEN)
     folder = tmp_path / "proposals"
     with start_embedded(full, assets=assets, clock=clock) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
