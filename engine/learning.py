@@ -392,7 +392,7 @@ def attach(session: Any, graph_dir: str | Path | None, base: Any) -> None:
     if session.bundle_dir is None or session.navigator is None or policy.mode == "off":
         return
     pack_dir = learned_pack_dir(graph_dir)
-    folder = Path(graph_dir).parent if graph_dir is not None and Path(graph_dir).is_file() else graph_dir
+    folder = pack_dir.parent if pack_dir is not None else None  # the user's graph folder: never the shipped one
 
     def adopt() -> None:
         graph = load_graph(folder, policies=session.policies.names).resolve(session.graph.server)
@@ -403,10 +403,9 @@ def attach(session: Any, graph_dir: str | Path | None, base: Any) -> None:
             session.tools.graph = graph
         log.info("the session took up the changed graph: %d popups", len(graph.popups))
 
-    if policy.mode == "auto" and pack_dir is None:
+    if policy.mode == "auto" and folder is None:
         log.warning("learning: auto needs a graph folder of yours (--graph DIR, a copy of the shipped one): "
                     "proposals are written, none is accepted by itself")
     session.navigator.learner = Learner(
         Path(session.bundle_dir).parent / "proposals", auto=policy.min_sightings if policy.mode == "auto" else None,
-        graph_dir=Path(folder) if pack_dir is not None else None, pack_dir=pack_dir, pages_pack=base,
-        adopt=adopt if pack_dir is not None else None)
+        graph_dir=folder, pack_dir=pack_dir, pages_pack=base, adopt=adopt if folder is not None else None)

@@ -107,11 +107,12 @@ def graph_file(graph_dir: Path, name: str) -> Path:
     return Path(graph_dir) / f"learned_{name.lower()}.yaml"
 
 
-def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path, *, pages_pack: Any = None,
+def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = None, *, pages_pack: Any = None,
            by: str = "user") -> dict[str, Any]:
     """Write proposal `name` into `graph_dir` and `pack_dir` after checking it; move it to ``accepted/``.
 
-    `pages_pack` is the pack the graph's pages are recognised with (a session's; default: the simulator's drawn
+    `pack_dir` defaults to the graph folder's learned pack (engine.learning.LEARNED_PACK). `pages_pack` is
+    the pack the graph's pages are recognised with (a session's; default: the simulator's drawn
     templates, what a session without ``--assets`` uses), under the templates of `pack_dir`.
 
     Raises:
@@ -123,7 +124,10 @@ def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path, *, pages_pa
     from engine.paths import builtin_graph_dir, schema_file
 
     path, proposal = load(folder, name)
-    graph_dir, pack_dir = Path(graph_dir), Path(pack_dir)
+    from engine.learning import LEARNED_PACK
+
+    graph_dir = Path(graph_dir)
+    pack_dir = Path(pack_dir) if pack_dir is not None else graph_dir / LEARNED_PACK
     if not graph_dir.is_dir():
         raise ConfigError(f"graph folder {graph_dir}: no such folder")
     if graph_dir.resolve() == builtin_graph_dir().resolve():

@@ -56,12 +56,8 @@ def _reject(args: argparse.Namespace) -> int:
 
 
 def _accept(args: argparse.Namespace) -> int:
-    from engine.learning import learned_pack_dir
     from engine.proposals import accept
 
-    pack = Path(args.assets) if args.assets else learned_pack_dir(args.graph)
-    if pack is None:
-        raise ConfigError("the shipped graph is never written: copy it and pass the copy as --graph")
     pages = None
     if args.pages_assets:  # the pack the runs recognised pages with: error-bundle frames are read with it
         from engine.assetpacks import load_pack
@@ -71,6 +67,7 @@ def _accept(args: argparse.Namespace) -> int:
             raise ConfigError(f"--pages-assets {args.pages_assets}: no such folder")
         graph = load_graph(args.graph).resolve(None)
         pages = load_pack(args.pages_assets, graph.server, fallback=graph.fallback_server)
+    pack = Path(args.assets) if args.assets else None  # (default: the graph folder's learned pack)
     print(json.dumps(accept(_folder(args), args.name, Path(args.graph), pack, pages_pack=pages), indent=1))
     return 0
 
