@@ -330,8 +330,35 @@ class _Builder:
         return merged
 
 
-def parse(text: str, limits: Limits = LIMITS) -> Parsed:
-    """One YAML document as plain data with marks; never raises for bad YAML, the issues say what is wrong."""
+def parse(text: str, limits: Limits = LIMITS, loader: type | None = None) -> Parsed:
+    """One YAML document as plain data with marks; never raises for bad YAML, the issues say what is wrong.
+
+    ``loader`` is the parser: by default libyaml's when PyYAML has it, else PyYAML's own. libyaml refuses deep nesting by itself
+    since PyYAML 6.0.4 (at 1000 levels, while scanning ahead, before the composer sees a 65th level); such a file is
+    read again by the pure-Python parser, which the composer stops at ``limits.max_depth``, so deep nesting is refused
+    with one sentence at one place whichever parser runs. That costs one more pass over at most ``max_bytes``.
+    """
+    loader = loader or _Loader
+    out = _parse(text, limits, loader)
+    if loader is not yaml.SafeLoader and any(issue.message == _PARSER_DEPTH for issue in out.issues):
+        out = _parse(text, limits, yaml.SafeLoader)
+    # A pure-Python parser with a limit of its own (none has one yet) is still refusing nesting: say it our way.
+    deep = f"nesting deeper than {limits.max_depth} levels"
+    out.issues = [Issue(i.line, i.col, deep) if i.message == _PARSER_DEPTH else i for i in out.issues]
+    return out
+
+
+_PARSER_DEPTH = "the parser's own nesting limit"
+"""Marks the issue of a parser that refused deep nesting itself (see ``parse``); never shown to a user."""
+
+
+def _refused_depth(exc: yaml.YAMLError) -> bool:
+    """Whether the parser gave up on nesting depth (libyaml: "exceeded maximum nesting depth"), whatever the words."""
+    words = f"{getattr(exc, 'problem', '')} {getattr(exc, 'context', '')}".lower()
+    return any(word in words for word in ("deep", "depth", "nesting"))
+
+
+def _parse(text: str, limits: Limits, loader_class: type) -> Parsed:
     out = Parsed()
     if len(text) > limits.max_bytes:
         out.issues.append(Issue(None, None, f"text is too large ({_size(len(text))}); the limit is "
@@ -341,7 +368,7 @@ def parse(text: str, limits: Limits = LIMITS) -> Parsed:
     if bad is not None:
         out.issues.append(bad)
         return out
-    loader = _Loader(text)
+    loader = loader_class(text)
     try:
         composer = _Composer(loader, limits, out.issues)
         root = composer.document()
@@ -354,7 +381,8 @@ def parse(text: str, limits: Limits = LIMITS) -> Parsed:
         out.issues.append(exc.issue)
     except yaml.YAMLError as exc:
         out.data = None
-        out.issues.append(_issue(exc, text))
+        issue = _issue(exc, text)
+        out.issues.append(issue._replace(message=_PARSER_DEPTH) if _refused_depth(exc) else issue)
     finally:
         loader.dispose()
     return out

@@ -161,6 +161,11 @@ def check_output(case_id: str, case: dict, text: str) -> None:
         assert case["where"] in text, f"{case_id}: {case['where']!r} not in the output:\n{text[-1500:]}"
     if case.get("message"):
         assert case["message"].lower() in text.lower(), f"{case_id}: {case['message']!r} not in:\n{text[-1500:]}"
+        if case.get("once"):
+            count = text.lower().count(case["message"].lower())
+            assert count == 1, f"{case_id}: {case['message']!r} said {count} times:\n{text[-1500:]}"
+    for part in case.get("absent", []):
+        assert part.lower() not in text.lower(), f"{case_id}: {part!r} in the output:\n{text[-1500:]}"
 
 
 @pytest.mark.parametrize("case_id", [cid for cid, _, _ in COMMAND_CASES])

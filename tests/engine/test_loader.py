@@ -15,8 +15,9 @@ from typing import Any
 
 import pydantic
 import pytest
+import yaml
 
-from engine import paths
+from engine import paths, yamlsafe
 from engine.errors import ConfigError, GraphError
 from engine.loader import check_graph, graph_files, graph_json_schema, load_graph
 from engine.schema import GraphFile, Page
@@ -293,15 +294,54 @@ MERGE_BOMB = "".join(
     ],
     ids=["billion_laughs", "merge_bomb", "deep_flow", "deep_block", "deep_through_alias"],
 )
-def test_hostile_yaml_is_refused_fast_and_small(tmp_path: Path, text: str, line: int, part: str) -> None:
+@pytest.mark.parametrize("parser", ["libyaml", "pure-python"])
+def test_hostile_yaml_is_refused_fast_and_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parser: str, text: str, line: int, part: str
+) -> None:
+    """Refused at the same line with the same one sentence by either parser PyYAML may run.
+
+    libyaml (PyYAML >= 6.0.4) stops deep nesting itself while scanning ahead; the pure-Python parser does not: the
+    user must not tell the difference.
+    """
+    if parser == "pure-python":
+        monkeypatch.setattr(yamlsafe, "_Loader", yaml.SafeLoader)
+    elif not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("this PyYAML was built without libyaml")
     file = tmp_path / "x.yaml"
     file.write_text(text)
     source, elapsed, _ = _measured(read_yaml, file, traced=False)  # timed without tracemalloc's overhead
     _, _, peak = _measured(read_yaml, file)
     (problem,) = source.problems
     assert source.data is None and problem.line == line and part in problem.message
+    assert "YAML syntax error" not in problem.message  # the parser's own refusal is not shown beside ours
     assert elapsed < 1.0, f"{elapsed:.2f} s"
     assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MB"
+
+
+class _WordyDepthLoader(yaml.SafeLoader):
+    """A parser that, like libyaml, scans ahead and refuses deep nesting itself, in words of its own."""
+
+    def get_event(self) -> Any:
+        depth = deepest = 0
+        for char in self.buffer:
+            depth += {"[": 1, "]": -1}.get(char, 0)
+            deepest = max(deepest, depth)
+        if deepest > 80:
+            raise yaml.scanner.ScannerError("while reading a flow node", None, "too deep: the limit is 80",
+                                            self.get_mark())
+        return super().get_event()
+
+
+def test_a_parser_that_refuses_depth_in_its_own_words_still_gives_our_one_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "x.yaml"
+    file.write_text("game:\n  list: " + "[" * 200 + "]" * 200 + "\n")
+    expected = read_yaml(file).problems
+    monkeypatch.setattr(yamlsafe, "_Loader", _WordyDepthLoader)
+    (problem,) = read_yaml(file).problems
+    assert [problem] == expected
+    assert problem.line == 2 and "too deep" not in problem.message and "64" in problem.message
 
 
 def _measured(fn: Any, *args: Any, traced: bool = True) -> tuple[Any, float, int]:
