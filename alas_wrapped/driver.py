@@ -56,6 +56,18 @@ def report(ok: bool, task: str, **more: object) -> None:
     print(f"{MARK} {json.dumps({'ok': ok, 'task': task, **more})}", flush=True)
 
 
+def marked(lines: list[str], mark: str = MARK) -> dict | None:
+    """The JSON object of the last line that starts with `mark` (what `report` prints), else None."""
+    for line in reversed(lines):
+        if line.startswith(mark + " "):
+            try:
+                value = json.loads(line[len(mark) + 1:])
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
 def watch(script: object, command: str, caught: dict) -> None:
     """Note the class (and bases) of whatever leaves the task's function, then let ALAS's run handle it as ever:
     alas.py calls ``self.__getattribute__(command)()``, which finds this wrapper on the instance first."""

@@ -9,13 +9,13 @@ would. What it prints decides; a probe that hangs is killed with its whole proce
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
 import subprocess
 from pathlib import Path
 
+from alas_wrapped.driver import marked
 from engine.errors import ConfigError
 
 NEEDED = (3, 7)
@@ -72,7 +72,7 @@ def check_python(root: Path, python: str, env: dict[str, str], timeout: float = 
         _kill_group(proc)
         raise ConfigError(f"--alas-python {python}: importing ALAS from {root} did not finish within "
                           f"{timeout:g} s") from None
-    answer = _answer(out)
+    answer = marked(out.splitlines(), MARK)
     if answer is None:
         tail = " | ".join(out.strip().splitlines()[-3:])[:300]
         raise ConfigError(f"--alas-python {python}: not a Python that runs ALAS (exit {proc.returncode}"
@@ -85,17 +85,6 @@ def check_python(root: Path, python: str, env: dict[str, str], timeout: float = 
         raise ConfigError(f"--alas-python {python} (Python {version}) cannot import ALAS from {root}: "
                           f"{str(answer['error'])[:300]}; install ALAS's requirements.txt into it")
     return version
-
-
-def _answer(out: str) -> dict | None:
-    for line in reversed(out.splitlines()):
-        if line.startswith(MARK + " "):
-            try:
-                value = json.loads(line[len(MARK) + 1:])
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) else None
-    return None
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -12,14 +12,13 @@ the whole group is killed (TERM, then KILL) and checked gone; how it ended is re
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from alas_wrapped.checkout import LOGIN_LIKE, PREFIX, Checkout, worker_env
-from alas_wrapped.driver import MARK
+from alas_wrapped.driver import marked
 from alas_wrapped.outcomes import read_outcome
 from alas_wrapped.worker import Worker
 from engine.providers import ExternalRun
@@ -119,7 +118,7 @@ class AlasProvider:
 
     def _report(self, name: str, end: str, worker: Worker, survivors: list[int], budget_s: float) -> ExternalRun:
         last = list(worker.last)
-        verdict = _verdict(last)
+        verdict = marked(last)
         code = worker.returncode
         extra: dict[str, Any] = {"pid": worker.pid, "exit_code": code, "killed": worker.killed,
                                  "survivors": survivors, "last_lines": last[-SHOWN_LINES:],
@@ -171,15 +170,3 @@ def adb_warning(name: str, device: Any) -> str | None:
     return (f"{name}: the device is behind the ADB server {host}:{port}, but ALAS only connects to an ADB server on "
             f"{ALAS_ADB_HOST} (its module/device/connection_attr.py); it will look for serial "
             f"{getattr(device, 'serial', None)} there")
-
-
-def _verdict(lines: list[str]) -> dict[str, Any] | None:
-    """The driver's ALAS_WRAPPED_RESULT line, if it printed one."""
-    for line in reversed(lines):
-        if line.startswith(MARK + " "):
-            try:
-                value = json.loads(line[len(MARK) + 1:])
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) else None
-    return None

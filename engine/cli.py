@@ -121,7 +121,8 @@ def outside_tasks(args: argparse.Namespace) -> list[Any]:
     from alas_wrapped.checkout import Checkout
     from alas_wrapped.provider import AlasProvider
 
-    return [AlasProvider(Checkout.open(args.alas, args.alas_python, args.alas_config, args.alas_lang))]
+    return [AlasProvider(Checkout.open(args.alas, args.alas_python, args.alas_config,
+                                       getattr(args, "alas_lang", None)))]
 
 
 def exit_code(result: ToolResult) -> int:
