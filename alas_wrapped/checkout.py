@@ -1,133 +1,117 @@
-"""Where a user's AzurLaneAutoScript lives and which tasks it declares, read as data (ALAS is never imported here).
+"""A user's AzurLaneAutoScript: where it lives, the Python it runs under, the instance and language to use, and the
+tasks it declares (read as data by alas_wrapped.catalog; ALAS is never imported into the engine).
 
-An ALAS checkout has ``alas.py`` (the ``AzurLaneAutoScript`` class whose methods are the tasks),
-``module/config/argument/task.yaml`` (every task and settings group: a task is one whose groups include
-``Scheduler``), ``module/config/i18n/<lang>.json`` (each task's display name and help) and ``config/<name>.json``
-(the user's settings). The interpreter is the one ALAS runs under (its ``toolkit/python.exe`` on Windows, a venv
-elsewhere): ALAS pins its own Python and packages, so the engine only ever starts it as another process.
+An ALAS checkout has ``alas.py`` (the ``AzurLaneAutoScript`` class whose methods are the tasks) and
+``module/config/argument/task.yaml``. The interpreter is the one ALAS runs under (its ``toolkit/python.exe`` on
+Windows, a venv elsewhere): ALAS pins its own Python and packages, so the engine only ever starts it as another
+process, and asks it first (alas_wrapped.interpreter) whether it can run this ALAS at all.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from alas_wrapped.catalog import DEFAULT_INSTANCE, TASK_FILE, AlasTask, language, read_catalog
 from engine.errors import ConfigError
 
 PREFIX = "alas:"
-TASK_FILE = Path("module/config/argument/task.yaml")
-I18N_DIR = Path("module/config/i18n")
-MAX_FILE = 4 * 1024 * 1024
-"""Largest configuration file read (ALAS's own are under 200 kB)."""
 LOGIN_LIKE = re.compile(r"(?i)login|restart|^start$|^goto_?main$")
 """Tasks that run ALAS's blocking login loop (`handle_app_login`, a `while 1` of up to 300 s): never a tool."""
-
-
-@dataclass(frozen=True)
-class AlasTask:
-    name: str
-    """ALAS's task name (Commission); the tool name is ``alas:<name>``."""
-    description: str
+LOGIN_TASK = "login"
+"""Our own bounded login task, which the refusal of ALAS's login-like tasks points to."""
 
 
 @dataclass
 class Checkout:
-    """An ALAS checkout, the interpreter that runs it and the config name to use."""
+    """An ALAS checkout, the interpreter that runs it, the instance (config/<name>.json) and the listing language."""
 
     root: Path
     python: str
-    config: str = "alas"
-    tasks: list[AlasTask] = field(default_factory=list)
+    config: str = DEFAULT_INSTANCE
+    lang: str = "en-US"
+    entries: list[AlasTask] = field(default_factory=list)
+    """Every task, settings group and tool of task.yaml (``tasks`` are the ones alas_run may run)."""
+    python_version: str | None = None
 
     @classmethod
-    def open(cls, root: str | Path, python: str | None = None, config: str | None = None) -> Checkout:
-        """Check the checkout and read its tasks.
+    def open(cls, root: str | Path, python: str | None = None, config: str | None = None,
+             lang: str | None = None, *, probe_timeout: float | None = None) -> Checkout:
+        """Check the checkout, its instance and its interpreter, and read its tasks.
 
         Raises:
-            ConfigError: no such folder, not an ALAS checkout, no such interpreter or config (each named).
+            ConfigError: no such folder, not an ALAS checkout, no such instance or a broken one, an unknown
+                language, an interpreter that cannot run this ALAS (each named, with what to do).
         """
+        from alas_wrapped.interpreter import PROBE_TIMEOUT_S, check_python
+
         folder = Path(root).expanduser()
         if not folder.is_dir():
             raise ConfigError(f"--alas {root}: no such folder")
         missing = [str(p) for p in (Path("alas.py"), TASK_FILE) if not (folder / p).is_file()]
         if missing:
             raise ConfigError(f"--alas {root}: not an ALAS checkout (no {', '.join(missing)})")
+        folder = folder.resolve()
+        name = config or DEFAULT_INSTANCE
+        if not re.fullmatch(r"[\w-]{1,64}", name) or name == "template":
+            raise ConfigError(f"--alas-config {name!r}: an instance name is letters, digits, '_' or '-' (the name "
+                              "of its config/<name>.json), and not ALAS's template")
+        lang = language(lang)
+        entries = read_catalog(folder, name, lang)
         interpreter = python or _default_python(folder)
-        if not interpreter or not _runnable(interpreter):
-            raise ConfigError(f"--alas-python {interpreter or '(none)'}: no such interpreter; pass the Python ALAS "
-                              "runs under (its venv's python, or toolkit/python.exe on Windows)")
-        name = config or "alas"
-        if not re.fullmatch(r"[\w.-]{1,64}", name):
-            raise ConfigError(f"--alas-config {name!r}: a config name is letters, digits, '.', '_' or '-'")
-        if not (folder / "config" / f"{name}.json").is_file():
-            raise ConfigError(f"--alas-config {name}: no config/{name}.json in {folder}")
-        return cls(folder.resolve(), interpreter, name, read_tasks(folder))
+        if not interpreter:
+            raise ConfigError(f"--alas {root}: say which Python runs ALAS (--alas-python or $ALAS_PYTHON: its "
+                              "venv's python, or toolkit/python.exe on Windows)")
+        version = check_python(folder, interpreter, worker_env(), probe_timeout or PROBE_TIMEOUT_S)
+        return cls(folder, interpreter, name, lang, entries, version)
 
     @classmethod
     def from_environment(cls, env: dict[str, str] | None = None) -> Checkout | None:
-        """The checkout named by ALAS_DIR (with ALAS_PYTHON, ALAS_CONFIG), or None when ALAS_DIR is unset."""
+        """The checkout named by ALAS_DIR (with ALAS_PYTHON, ALAS_CONFIG, ALAS_LANG), or None when ALAS_DIR is
+        unset."""
         env = dict(os.environ) if env is None else env
         if not env.get("ALAS_DIR"):
             return None
-        return cls.open(env["ALAS_DIR"], env.get("ALAS_PYTHON") or None, env.get("ALAS_CONFIG") or None)
+        return cls.open(env["ALAS_DIR"], env.get("ALAS_PYTHON") or None, env.get("ALAS_CONFIG") or None,
+                        env.get("ALAS_LANG") or None)
 
-    def names(self) -> list[str]:
-        return [PREFIX + t.name for t in self.tasks]
+    @property
+    def tasks(self) -> list[AlasTask]:
+        """The tasks alas_run runs: the ones ALAS's scheduler runs, but its login loop."""
+        return [t for t in self.entries if t.scheduled and not LOGIN_LIKE.search(t.name)]
+
+    def task(self, name: str) -> AlasTask | None:
+        return next((t for t in self.entries if t.name == name), None)
+
+    def refusal(self, name: str) -> str | None:
+        """Why task `name` (without the prefix) is never run as a tool, or None when it may be."""
+        entry = self.task(name)
+        tool = PREFIX + name
+        if LOGIN_LIKE.search(name):
+            return (f"{tool} runs ALAS's blocking login loop (a `while 1` of up to 300 s), which is never a tool: "
+                    f"use our bounded `{LOGIN_TASK}` task instead")
+        if entry is None or entry.scheduled:
+            return None
+        if entry.page == "tool":
+            return (f"{tool} ({entry.title}) needs a human: it is on the Tools page of ALAS's GUI, which a person "
+                    "starts and stops by hand (ALAS's scheduler never runs it); start it from ALAS's GUI")
+        return f"{tool} ({entry.title}) is a group of settings that ALAS's tasks share, not a task"
 
     def to_dict(self) -> dict[str, object]:
-        runnable = sum(1 for t in self.tasks if not LOGIN_LIKE.search(t.name))
-        return {"root": str(self.root), "python": self.python, "config": self.config, "tasks": runnable}
+        return {"root": str(self.root), "python": self.python, "python_version": self.python_version,
+                "config": self.config, "lang": self.lang, "tasks": len(self.tasks)}
 
 
-def read_tasks(root: Path) -> list[AlasTask]:
-    """The tasks ALAS's task.yaml declares (groups that include Scheduler), described from its English i18n.
-    The file is read as untrusted YAML (engine.yamlsafe: size, nesting and aliases bounded)."""
-    from engine.yamlsafe import parse, read_text
+def worker_env() -> dict[str, str]:
+    """Our environment without its secrets (API keys are none of ALAS's business), for whatever runs ALAS's Python;
+    rich (ALAS's log) writes lines up to 200 characters wide into a pipe instead of wrapping them at 80."""
+    from engine.transcript import is_secret_key
 
-    path = root / TASK_FILE
-    text, issue = read_text(path)
-    parsed = parse(text) if text is not None else None
-    issue = issue or (parsed.issues[0] if parsed is not None and parsed.issues else None)
-    if issue is not None:
-        raise ConfigError(issue.message, file=str(path), line=issue.line, col=issue.col)
-    groups = parsed.data
-    if not isinstance(groups, dict):
-        raise ConfigError("expected a mapping of task name to settings groups", file=str(path))
-    help_text = _descriptions(root)
-    tasks = []
-    for name, parts in groups.items():
-        if isinstance(name, str) and isinstance(parts, list) and "Scheduler" in parts:
-            tasks.append(AlasTask(name, help_text.get(name) or f"ALAS task {name}"))
-    return tasks
-
-
-def _descriptions(root: Path) -> dict[str, str]:
-    path = root / I18N_DIR / "en-US.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = _load_json(path)
-    except ConfigError:
-        return {}  # descriptions are a nicety: a broken i18n file leaves the plain names
-    out = {}
-    for name, entry in (data.get("Task") or {}).items() if isinstance(data, dict) else ():
-        if isinstance(entry, dict):
-            text = " - ".join(str(entry[k]).strip() for k in ("name", "help") if str(entry.get(k) or "").strip())
-            out[str(name)] = f"ALAS: {text}" if text else ""
-    return out
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        if path.stat().st_size > MAX_FILE:
-            raise ConfigError(f"larger than {MAX_FILE // 1024 // 1024} MB", file=str(path))
-        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ConfigError(f"cannot read it: {exc}", file=str(path), line=getattr(exc, "lineno", None)) from None
+    env = {k: v for k, v in os.environ.items() if not is_secret_key(k)}
+    env.update(PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8", COLUMNS="200")
+    return env
 
 
 def _default_python(root: Path) -> str | None:
@@ -137,9 +121,3 @@ def _default_python(root: Path) -> str | None:
         if candidate.is_file():
             return str(candidate)
     return None
-
-
-def _runnable(python: str) -> bool:
-    from shutil import which
-
-    return Path(python).is_file() and os.access(python, os.X_OK) or which(python) is not None

@@ -2,23 +2,24 @@
 
 The engine lists and runs these through engine.providers (which also verifies the screen afterwards). Here: which
 names are ALAS's, which policy bounds each (``alas:<Task>`` when the policy file has one, else ``alas``), and one run:
-ALAS's Python starts alas_wrapped/driver.py in its own process group, pointed at the same device serial and ADB
-server as the engine; its output lines stream into the run's transcript (and the log, on stderr); at the bound, on
-cancel or at engine shutdown the whole group is killed (TERM, then KILL) and checked gone.
+ALAS's Python starts alas_wrapped/driver.py in its own process group, pointed at the engine's device (its serial,
+and its ADB server's port through ANDROID_ADB_SERVER_PORT, which ALAS's ``adb_client`` honours); its output lines
+(ALAS's log) stream into the run's transcript (and the log, on stderr); at the bound, on cancel or at engine shutdown
+the whole group is killed (TERM, then KILL) and checked gone; how it ended is read as ALAS's own exception class
+(alas_wrapped.outcomes).
 """
 
 from __future__ import annotations
 
 import atexit
-import json
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from alas_wrapped.checkout import LOGIN_LIKE, PREFIX, Checkout
-from alas_wrapped.driver import MARK
+from alas_wrapped.checkout import LOGIN_LIKE, PREFIX, Checkout, worker_env
+from alas_wrapped.driver import marked
+from alas_wrapped.outcomes import read_outcome
 from alas_wrapped.worker import Worker
 from engine.providers import ExternalRun
 
@@ -28,11 +29,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DRIVER = Path(__file__).resolve().parent / "driver.py"
-LOGIN_TASK = "login"
-"""Our own bounded login task, which the refusal of ALAS's login-like tasks points to."""
-ALAS_ADB_SERVER = ("127.0.0.1", 5037)
-"""The ADB server real ALAS always uses (``AdbClient('127.0.0.1', 5037)``); adbutils-based tools read the
-ANDROID_ADB_SERVER_* variables the worker also gets."""
+ALAS_ADB_HOST = "127.0.0.1"
+"""The ADB server host ALAS always uses (``AdbClient('127.0.0.1', port)`` in its module/device/connection_attr.py);
+the port it takes from ANDROID_ADB_SERVER_PORT, else 5037."""
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 SHOWN_LINES = 10
 """Last output lines in the result."""
 
@@ -50,13 +50,14 @@ class AlasProvider:
     # -------------------------------------------------------------------------------------------- listing
 
     def describe(self) -> list[dict[str, Any]]:
-        return [{"name": PREFIX + t.name, "description": t.description, "kind": "alas"}
-                for t in self.checkout.tasks if not LOGIN_LIKE.search(t.name)]
+        return [{"name": PREFIX + t.name, "description": t.description, "kind": "alas", "menu": t.menu,
+                 "enabled": t.enabled, "next_run": t.next_run} for t in self.checkout.tasks]
 
     def owns(self, name: str) -> bool:
-        """ALAS's tasks, and its login-like ones (so that alas_run refuses them with a pointer, not "unknown")."""
+        """Every name of ALAS's task.yaml (so that alas_run refuses settings groups and GUI tools with the reason,
+        not "unknown"), and login-like names (refused with a pointer to ours)."""
         task = name[len(PREFIX):] if name.startswith(PREFIX) else None
-        return task is not None and (task in {t.name for t in self.checkout.tasks} or bool(LOGIN_LIKE.search(task)))
+        return task is not None and (self.checkout.task(task) is not None or bool(LOGIN_LIKE.search(task)))
 
     def policy_names(self, name: str) -> list[str]:
         return [name, "alas"]
@@ -65,18 +66,11 @@ class AlasProvider:
 
     def run(self, name: str, ctx: RunContext, device: Any, budget_s: float) -> ExternalRun:
         task = name[len(PREFIX):]
-        known = {t.name for t in self.checkout.tasks}
-        if LOGIN_LIKE.search(task):
-            return ExternalRun(False, "refused", f"{name} runs ALAS's blocking login loop (a `while 1` of up to "
-                               f"300 s), which is never a tool: use our bounded `{LOGIN_TASK}` task instead")
-        if task not in known:
-            return ExternalRun(False, "not_started", f"{name}: ALAS at {self.checkout.root} declares no task "
-                               f"{task!r}")
-        server = (getattr(device, "host", None), getattr(device, "port", None))
-        if server[0] is not None and server != ALAS_ADB_SERVER:
-            log.warning("%s: the device is behind the ADB server %s:%s, but ALAS connects to %s:%s (hard-coded in "
-                        "its module/device/connection.py); serve the device there for ALAS to reach it",
-                        name, *server, *ALAS_ADB_SERVER)
+        refusal = self.checkout.refusal(task)
+        if refusal is not None:
+            return ExternalRun(False, "refused", refusal, suggested="human")
+        if (warning := adb_warning(name, device)) is not None:
+            log.warning("%s", warning)
         worker = Worker(self._argv(task, device), cwd=self.checkout.root, env=self._env(device))
         try:
             worker.start()
@@ -104,12 +98,9 @@ class AlasProvider:
 
     @staticmethod
     def _env(device: Any) -> dict[str, str]:
-        """Our environment without its secrets (API keys are none of ALAS's business), with the ADB server the
-        engine's device uses (ALAS's adbutils reads these)."""
-        from engine.transcript import is_secret_key
-
-        env = {k: v for k, v in os.environ.items() if not is_secret_key(k)}
-        env.update(PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
+        """worker_env with the port of the ADB server the engine's device is behind (ALAS's adb_client and the
+        adb binary it runs read ANDROID_ADB_SERVER_PORT)."""
+        env = worker_env()
         host, port = getattr(device, "host", None), getattr(device, "port", None)
         if host:
             env["ANDROID_ADB_SERVER_HOST"] = str(host)
@@ -127,10 +118,11 @@ class AlasProvider:
 
     def _report(self, name: str, end: str, worker: Worker, survivors: list[int], budget_s: float) -> ExternalRun:
         last = list(worker.last)
-        verdict = _verdict(last)
+        verdict = marked(last)
         code = worker.returncode
-        extra = {"pid": worker.pid, "exit_code": code, "killed": worker.killed,
-                 "survivors": survivors, "last_lines": last[-SHOWN_LINES:], "dropped_lines": worker.dropped}
+        extra: dict[str, Any] = {"pid": worker.pid, "exit_code": code, "killed": worker.killed,
+                                 "survivors": survivors, "last_lines": last[-SHOWN_LINES:],
+                                 "dropped_lines": worker.dropped}
         if verdict is not None and verdict.get("error"):
             extra["error"] = verdict["error"]
         if end == "timeout":
@@ -138,10 +130,15 @@ class AlasProvider:
                                f"group was killed", extra)
         if end == "cancelled":
             return ExternalRun(False, "cancelled", f"{name} was cancelled: its process group was killed", extra)
-        claimed = code == 0 and bool(verdict and verdict.get("ok"))
-        said = "succeeded" if claimed else f"failed (exit {code}" + (f": {verdict['error']}" if verdict and
-                                                                    verdict.get("error") else "") + ")"
-        return ExternalRun(claimed, "exited", f"ALAS says {name} {said}", extra)
+        outcome = read_outcome(verdict, last, code)
+        extra["alas"] = outcome.to_dict()
+        if outcome.status == "exited":
+            return ExternalRun(True, "exited", f"ALAS says {name} succeeded", extra)
+        said = outcome.exception or f"exit {code}"
+        message = (verdict or {}).get("message") or (verdict or {}).get("error")
+        return ExternalRun(False, outcome.status, f"ALAS ended {name} with {said}" + (f": {message}" if message
+                                                                                      else ""), extra,
+                           suggested=outcome.suggested)
 
     # -------------------------------------------------------------------------------------------- answers
 
@@ -164,13 +161,12 @@ class AlasProvider:
             worker.kill("engine shutdown")
 
 
-def _verdict(lines: list[str]) -> dict[str, Any] | None:
-    """The driver's ALAS_WRAPPED_RESULT line, if it printed one."""
-    for line in reversed(lines):
-        if line.startswith(MARK + " "):
-            try:
-                value = json.loads(line[len(MARK) + 1:])
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) else None
-    return None
+def adb_warning(name: str, device: Any) -> str | None:
+    """What to warn about before ALAS runs on `device`, or None: ALAS reaches any port of an ADB server on
+    127.0.0.1 (the worker passes it ANDROID_ADB_SERVER_PORT), but no server on another host."""
+    host, port = getattr(device, "host", None), getattr(device, "port", None)
+    if host is None or str(host) in LOOPBACK:
+        return None
+    return (f"{name}: the device is behind the ADB server {host}:{port}, but ALAS only connects to an ADB server on "
+            f"{ALAS_ADB_HOST} (its module/device/connection_attr.py); it will look for serial "
+            f"{getattr(device, 'serial', None)} there")

@@ -34,6 +34,9 @@ MAX_PENDING = 10_000
 POLL_S = 0.05
 TERM_GRACE_S = 2.0
 """Time the group gets to end after TERM before KILL."""
+REAP_S = 1.0
+"""Time given to collect the program's exit status once its group is gone: a process whose main thread has ended
+shows as a zombie while its other threads are still being torn down, and cannot be reaped until they are."""
 
 
 def group_members(pgid: int) -> list[int]:
@@ -149,7 +152,7 @@ class Worker:
             return []
         pgid = self.proc.pid
         if not self.alive():
-            self._reap()
+            self._reap(REAP_S)
             return []
         self.killed = self.killed or why
         log.warning("killing the worker's process group %d (%s)", pgid, why)
@@ -164,17 +167,17 @@ class Worker:
             while self.alive() and self.clock() < end:
                 self._reap()
                 time.sleep(POLL_S)
-        self._reap()
+        self._reap(REAP_S)
         left = self.alive()
         if left:
             log.error("processes %s of group %d survived KILL", left, pgid)
         self._finish_reading()
         return left
 
-    def _reap(self) -> None:
+    def _reap(self, timeout: float = 0.0) -> None:
         if self.proc is not None:
             try:
-                self.proc.wait(timeout=0)
+                self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 pass
 

@@ -23,7 +23,7 @@ from engine.results import ToolResult, make_result
 if TYPE_CHECKING:  # the tools (navigator, observer, numpy, OpenCV) load when a command opens a session
     from engine.tools import Tools
 
-BAD_INPUT = ("bad_argument", "unknown_page", "unknown_task", "config_error")
+BAD_INPUT = ("bad_argument", "unknown_page", "unknown_task", "config_error", "refused")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
 
@@ -85,7 +85,10 @@ def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = Tr
     alas.add_argument("--alas-python", default=os.environ.get("ALAS_PYTHON"), metavar="PATH",
                       help="the interpreter ALAS runs under (default: $ALAS_PYTHON, else the checkout's toolkit)")
     alas.add_argument("--alas-config", default=os.environ.get("ALAS_CONFIG"), metavar="NAME",
-                      help="ALAS's config name, config/NAME.json (default: $ALAS_CONFIG, else alas)")
+                      help="ALAS's instance, config/NAME.json (default: $ALAS_CONFIG, else alas, as ALAS itself)")
+    alas.add_argument("--alas-lang", default=os.environ.get("ALAS_LANG"), metavar="LANG",
+                      help="language of ALAS's task names and help: en-US, zh-CN, ja-JP or zh-TW "
+                           "(default: $ALAS_LANG, else en-US)")
     if results:
         parser.add_argument("--json", action="store_true", help="print the whole ToolResult as JSON")
 
@@ -110,14 +113,16 @@ def outside_tasks(args: argparse.Namespace) -> list[Any]:
     """The task providers the options ask for: an ALAS checkout's tasks with --alas (ConfigError when wrong)."""
     if not getattr(args, "alas", None):
         given = [f for f, v in (("--alas-python", getattr(args, "alas_python", None)),
-                                ("--alas-config", getattr(args, "alas_config", None))) if v]
+                                ("--alas-config", getattr(args, "alas_config", None)),
+                                ("--alas-lang", getattr(args, "alas_lang", None))) if v]
         if given:
             raise ConfigError(f"{' and '.join(given)} given without --alas DIR (the ALAS checkout)")
         return []
     from alas_wrapped.checkout import Checkout
     from alas_wrapped.provider import AlasProvider
 
-    return [AlasProvider(Checkout.open(args.alas, args.alas_python, args.alas_config))]
+    return [AlasProvider(Checkout.open(args.alas, args.alas_python, args.alas_config,
+                                       getattr(args, "alas_lang", None)))]
 
 
 def exit_code(result: ToolResult) -> int:
@@ -145,7 +150,9 @@ def human(result: ToolResult) -> str:
     for key, value in (data.get("values") or {}).items():
         lines.append(f"  {key}: {value}")
     for task in data.get("tasks") or []:
-        lines.append(f"  {task.get('name')}: {task.get('description', '')}".rstrip(": "))
+        state = "" if task.get("enabled") is None else \
+            f" [{'enabled' if task['enabled'] else 'disabled'}, next run {task.get('next_run')}]"
+        lines.append(f"  {task.get('name')}: {task.get('description', '')}".rstrip(": ") + state)
     health = data.get("health")
     if isinstance(health, dict) and health.get("suggestion") and not result.ok:
         lines.append(f"  health: {health['suggestion']}")

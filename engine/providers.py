@@ -31,10 +31,13 @@ class ExternalRun:
     claimed: bool
     """Whether the worker itself says it succeeded (exit 0 and its own success mark)."""
     status: str
-    """exited, timeout, cancelled, refused or not_started."""
+    """exited, timeout, cancelled, refused, not_started, or the provider's own word for how the task failed (an
+    ALAS task: game_stuck, request_human_takeover...)."""
     text: str
     extra: dict[str, Any] = field(default_factory=dict)
     """Exit code, last output lines, pid, whether the group was killed and what survived."""
+    suggested: str | None = None
+    """The next step for the provider's own status (one of engine.results.SUGGESTED_ACTIONS)."""
 
 
 class TaskProvider(Protocol):
@@ -92,7 +95,7 @@ def run_external(nav: Navigator, provider: TaskProvider, name: str, ctx: RunCont
                **{k: v for k, v in run.extra.items() if k != "last_lines"})
     extra = {"worker": run.extra}
     if run.status in ("refused", "not_started"):
-        return Outcome(False, run.status, run.text, tool_success=False, extra=extra)
+        return Outcome(False, run.status, run.text, tool_success=False, extra=extra, suggested=run.suggested)
     obs = nav.look(ctx)
     if obs.page is not None:
         nav.machine.relocalise(obs.page, obs.confidence)
@@ -100,7 +103,8 @@ def run_external(nav: Navigator, provider: TaskProvider, name: str, ctx: RunCont
     seen = obs.page or "an unknown screen"
     if run.status != "exited" or not run.claimed:
         return Outcome(False, run.status if run.status != "exited" else "worker_failed",
-                       f"{run.text}; the screen shows {seen}", observation=obs, tool_success=False, extra=extra)
+                       f"{run.text}; the screen shows {seen}", observation=obs, tool_success=False, extra=extra,
+                       suggested=run.suggested)
     if blocking:
         return Outcome(False, "popup_blocking", f"{run.text}, but popup {blocking[0]} covers {seen}",
                        observation=obs, tool_success=True, extra=extra)

@@ -39,6 +39,7 @@ _SUGGEST: dict[str, str] = {
     "bad_argument": "human",
     "unknown_page": "human",
     "unknown_task": "human",
+    "refused": "human",
     "precondition_failed": "human",
     "config_error": "human",
     "not_implemented": "human",
@@ -141,6 +142,8 @@ class Outcome:
     still ran."""
     extra: dict[str, Any] = field(default_factory=dict)
     """More ``data`` for the result: values read, suggestions, the health record."""
+    suggested: str | None = None
+    """The next step, when the status is not one of this module's table (an outside task's own word)."""
 
 
 @dataclass

@@ -350,7 +350,7 @@ class Tools:
         belief = self.navigator.belief.to_dict(self.clock()) if self.navigator is not None else None
         result = self.result(name, started, ok=outcome.ok, status=outcome.status, text=outcome.text,
                              target=ctx.target or None, expected=outcome.expected, observation=outcome.observation,
-                             attempts=ctx.attempts, tool_success=tool_success,
+                             attempts=ctx.attempts, tool_success=tool_success, suggested=outcome.suggested,
                              extra={"hops": ctx.hops, "belief": belief, "vision_calls": ctx.vision_calls,
                                     **({"learning": learned} if (learned := ctx.learning()) else {}),
                                     **outcome.extra})

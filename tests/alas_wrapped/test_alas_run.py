@@ -1,35 +1,35 @@
-"""alas_run alas:<Task>: a user's ALAS tasks run by ALAS's interpreter in a worker the engine bounds, kills and
-verifies, against the simulator over the real ADB protocol.
+"""alas_run alas:<Task>: a user's ALAS task run through ALAS's own code path (AzurLaneAutoScript.run) in a worker
+the engine bounds, kills and verifies, against the simulator over the real ADB protocol.
 
-ALAS cannot be installed here, so tests/data/alas_checkout is an ALAS-shaped checkout (ALAS's entry point and
-configuration layout) whose tasks tap through adbutils, finish, fail, crash, print, block forever, or spawn a child
-that ignores TERM. Its interpreter is this one (the driver needs only the standard library and the checkout).
+The checkout is assembled from ALAS's real configuration files (conftest.py); its code is the stand-ins of
+tests/data/alas_standin (ALAS's run, config and device in their real shape), whose task functions follow the test's
+plan: tap, raise one of ALAS's exceptions, print, flood, block forever, or spawn a child that ignores TERM. Their
+interpreter is this one (the driver needs only the standard library and the checkout).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from alas_wrapped.checkout import Checkout
-from alas_wrapped.provider import AlasProvider
+from alas_wrapped.provider import AlasProvider, adb_warning
 from alas_wrapped.worker import group_members
-from engine.errors import ConfigError
 from engine.session import open_session
+from tests.alas_wrapped.conftest import ROOT, plan
 
-ROOT = Path(__file__).resolve().parents[2]
-CHECKOUT = ROOT / "tests" / "data" / "alas_checkout"
 SHORT = """policies:
-  alas:Hang: {timeout: 6, attempts: 1, wait: {type: none}, retry_on: []}
-  alas:Stubborn: {timeout: 7, attempts: 1, wait: {type: none}, retry_on: []}
+  alas:Research: {timeout: 6, attempts: 1, wait: {type: none}, retry_on: []}
+  alas:Dorm: {timeout: 7, attempts: 1, wait: {type: none}, retry_on: []}
 """
+HANG = [{"print": "working"}, {"hang": True}]
+STUBBORN = [{"ignore_term": True}, {"child": "talks"}, {"print": "parent ignores TERM too"}, {"hang": True}]
 
 
 def centre(area) -> list[int]:
@@ -38,24 +38,10 @@ def centre(area) -> list[int]:
 
 
 @pytest.fixture
-def checkout(tmp_path):
-    """A copy of the fake checkout whose config the test may edit (ALAS writes its own config too)."""
-    folder = tmp_path / "AzurLaneAutoScript"
-    shutil.copytree(CHECKOUT, folder)
-    return folder
-
-
-def taps(folder: Path, task: str, points: list[list[int]]) -> None:
-    path = folder / "config" / "alas.json"
-    data = json.loads(path.read_text())
-    data[task]["Fake"]["Taps"] = points
-    path.write_text(json.dumps(data))
-
-
-@pytest.fixture
 def session(checkout, tmp_path):
     policies = tmp_path / "policies.yaml"
     policies.write_text(SHORT)
+    plan(checkout, Research=HANG, Dorm=STUBBORN)
     s = open_session(providers=[AlasProvider(Checkout.open(checkout, sys.executable))], policies_file=policies,
                      transcript_dir=tmp_path / "transcript")
     yield s
@@ -66,147 +52,147 @@ def worker_pid(result) -> int:
     return result.data["worker"]["pid"]
 
 
-# ------------------------------------------------------------------------------------------------ discovery
+def logged(session) -> list[str]:
+    return [e["line"] for e in map(json.loads, session.transcript.path.read_text().splitlines())
+            if e.get("kind") == "worker_log"]
 
 
-def test_discovery_reads_the_checkout_as_data_and_lists_alas_tasks_beside_ours(session):
+def reward_point(session) -> list[int]:
+    link = next(lk for p in session.graph.pages if p.name == "page_main" for lk in p.links if lk.to == "page_reward")
+    return centre(session.graph.button(link.action.button).click_area)
+
+
+# ------------------------------------------------------------------------------------------------ listing
+
+
+def test_alas_tasks_are_listed_beside_ours_with_their_bounds(session):
     tasks = {t["name"]: t for t in session.tools.alas_tools().data["tasks"]}
-    alas = sorted(n for n in tasks if n.startswith("alas:"))
-    assert alas == ["alas:Chatty", "alas:Commission", "alas:Crash", "alas:Fail", "alas:Flood", "alas:Hang",
-                    "alas:Mail", "alas:Orphan", "alas:Reward", "alas:Stubborn"]  # settings groups (Alas, General) and the login-like Restart: not
     assert "mail.collect" in tasks and "daily" in tasks  # our YAML tasks stay listed
-    assert tasks["alas:Commission"]["description"] == "ALAS: Commission - Collect finished commissions and " \
-                                                       "dispatch new ones"
-    # alas (60 s) for most, the shipped alas:Commission (300 s), the test's own alas:Hang (6 s)
-    assert tasks["alas:Reward"]["bound_s"] == 60.0 and tasks["alas:Hang"]["bound_s"] == 6.0
-    assert tasks["alas:Commission"]["bound_s"] == 300.0
-
-
-@pytest.mark.parametrize("change, message", [
-    (lambda f: shutil.rmtree(f), "no such folder"),
-    (lambda f: (f / "alas.py").unlink(), "not an ALAS checkout (no alas.py)"),
-    (lambda f: (f / "config" / "alas.json").unlink(), "no config/alas.json"),
-    (lambda f: (f / "module/config/argument/task.yaml").write_text("Commission: [Scheduler\n  bad: ]"),
-     "task.yaml:2"),
-    (lambda f: (f / "module/config/argument/task.yaml").write_text(
-        "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, "
-                                                          f"*{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))),
-     "task.yaml"),  # a billion laughs: refused at once, not expanded
-    (lambda f: (f / "module/config/argument/task.yaml").write_text("- just\n- a list\n"),
-     "expected a mapping of task name to settings groups"),
-])
-def test_a_wrong_checkout_is_a_clear_config_error(checkout, change, message):
-    change(checkout)
-    with pytest.raises(ConfigError) as err:
-        Checkout.open(checkout, sys.executable)
-    assert message in str(err.value)
-
-
-def test_the_cli_refuses_a_wrong_checkout_with_exit_2(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "engine", "run", "alas:Reward", "--alas", str(tmp_path / "nope")],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert run.returncode == 2 and "no such folder" in run.stdout + run.stderr and "Traceback" not in run.stderr
-
-
-def test_the_cli_runs_an_alas_task_and_health_shows_the_checkout(checkout):
-    common = ["--alas", str(checkout), "--alas-python", sys.executable, "--json"]
-    run = subprocess.run([sys.executable, "-m", "engine", "run", "alas:Reward", *common], capture_output=True,
-                         text=True, timeout=120, cwd=ROOT)
-    result = json.loads(run.stdout)
-    assert run.returncode == 0 and result["ok"] and result["data"]["worker"]["exit_code"] == 0, run.stderr[-2000:]
-    assert "alas:Reward | Reward: nothing to do" in run.stderr  # ALAS's log lines, on stderr
-    health = subprocess.run([sys.executable, "-m", "engine", "health", *common], capture_output=True, text=True,
-                            timeout=120, cwd=ROOT)
-    alas = json.loads(health.stdout)["data"]["health"]["alas"]
-    assert alas["root"] == str(checkout.resolve()) and alas["python"] == sys.executable and alas["tasks"] == 10
+    # alas (60 s) for most, the shipped alas:Commission (300 s), the test's own alas:Research (6 s)
+    assert tasks["alas:Reward"]["bound_s"] == 60.0 and tasks["alas:Research"]["bound_s"] == 6.0
+    assert tasks["alas:Commission"]["bound_s"] == 300.0 and tasks["alas:Reward"]["enabled"] is True
 
 
 # ------------------------------------------------------------------------------------------------ running
 
 
-def test_a_task_that_taps_runs_and_the_engine_verifies_the_screen(session, checkout):
-    button = session.graph.button("MAIN_GOTO_REWARD") if any(b.name == "MAIN_GOTO_REWARD"
-                                                              for b in session.graph.buttons) else None
-    link = next(lk for p in session.graph.pages if p.name == "page_main" for lk in p.links
-                if lk.to == "page_reward")
-    point = centre(session.graph.button(link.action.button).click_area) if button is None else \
-        centre(button.click_area)
-    taps(checkout, "Commission", [point])
+def test_a_task_drives_the_engines_device_and_the_engine_verifies_the_screen(session, checkout, caplog):
+    point = reward_point(session)
+    plan(checkout, Commission=[{"tap": point}])
     assert session.tools.alas_goto("page_main").ok
     result = session.tools.alas_run("alas:Commission")
     assert result.ok and result.status == "verified", result.text
     assert result.data["tool_success"] is True and result.data["state_verification"] == "verified"
+    # ALAS's serial and ADB port were the simulator's: its tap moved the simulated game
     assert result.data["observation"]["page"] == "page_reward" == session.sim.game.truth()["page"]
-    assert "Commission done" in result.data["worker"]["last_lines"]
+    assert any("Commission: done" in line for line in result.data["worker"]["last_lines"])
     assert not group_members(worker_pid(result))
-    logged = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
-    lines = [e["line"] for e in logged if e.get("kind") == "worker_log"]
-    assert f"tap {point[0]} {point[1]}" in lines and "Commission done" in lines
+    lines = logged(session)
+    assert any(f"Click ({point[0]}, {point[1]})" in x for x in lines) and any("[AdbDevice] AdbDevice(sim-0)" in x
+                                                                             for x in lines)
+    assert not [r for r in caplog.records if "ADB server" in r.getMessage()]  # the simulator is on loopback
+
+
+def test_the_adb_warning_is_said_only_when_alas_cannot_reach_the_device():
+    assert adb_warning("alas:Reward", SimpleNamespace(host="127.0.0.1", port=40123, serial="sim-0")) is None
+    assert adb_warning("alas:Reward", SimpleNamespace(host="localhost", port=5037, serial="emulator-5554")) is None
+    said = adb_warning("alas:Reward", SimpleNamespace(host="10.0.0.5", port=5037, serial="emulator-5554"))
+    assert said is not None and "10.0.0.5:5037" in said and "127.0.0.1" in said
 
 
 def test_a_worker_that_claims_success_under_a_blocking_popup_is_not_ok(session, checkout):
-    taps(checkout, "Mail", [centre(session.graph.button("MAIL_COLLECT_ALL").click_area)])
+    plan(checkout, Reward=[{"tap": centre(session.graph.button("MAIL_COLLECT_ALL").click_area)}])
     assert session.tools.alas_goto("page_mail").ok
-    result = session.tools.alas_run("alas:Mail")
+    result = session.tools.alas_run("alas:Reward")
     assert session.sim.game.truth()["popups"] == ["GET_ITEMS_1"]
     assert not result.ok and result.status == "popup_blocking", result.text
     assert result.data["tool_success"] is True and "GET_ITEMS_1" in result.text
 
 
-@pytest.mark.parametrize("task, line", [("alas:Fail", "ERROR GameStuckError: Wait too long"),
-                                        ("alas:Crash", "CRITICAL RuntimeError: a bug in the task")])
-def test_a_failing_or_crashing_task_reports_its_exit_and_last_lines(session, task, line):
-    result = session.tools.alas_run(task)
-    assert not result.ok and result.status == "worker_failed" and result.data["tool_success"] is False
-    assert result.data["worker"]["exit_code"] == 1 and line in result.data["worker"]["last_lines"]
-    assert result.data["observation"]["page"] == "page_login"  # the engine still looked
+@pytest.mark.parametrize("steps, status, exception, source, suggested", [
+    ([{"raise": "GameStuckError", "message": "Wait too long"}], "game_stuck", "GameStuckError", "driver",
+     "restart_app"),
+    ([{"raise": "GameNotRunningError", "message": "Game died"}], "game_not_running", "GameNotRunningError",
+     "driver", "restart_app"),
+    ([{"raise": "GamePageUnknownError"}], "game_page_unknown", "GamePageUnknownError", "driver", "human"),
+    ([{"raise": "HardNotSatisfied"}], "hard_not_satisfied", "HardNotSatisfied", "driver", "human"),
+    ([{"raise": "RequestHumanTakeover"}], "request_human_takeover", "RequestHumanTakeover", "driver", "human"),
+    ([{"raise": "ScriptError", "message": "a bug"}], "script_error", "ScriptError", "driver", "human"),
+    ([{"raise": "NotAnAlasError", "message": "a bug in the task"}], "alas_error", None, "exit_code", "human"),
+])
+def test_alas_exceptions_become_statuses_and_the_engine_still_looks(session, checkout, steps, status, exception,
+                                                                    source, suggested):
+    plan(checkout, Tactical=steps)
+    result = session.tools.alas_run("alas:Tactical")
+    assert not result.ok and result.status == status and result.data["tool_success"] is False, result.text
+    assert result.data["worker"]["alas"] == {"status": status, "exception": exception, "source": source}
+    assert result.data["screenshot_analysis"]["suggested_action"] == suggested
+    assert result.data["worker"]["exit_code"] == 1 and result.data["observation"]["page"] == "page_login"
 
 
-def test_every_output_line_reaches_the_transcript_and_no_secret_reaches_the_worker(session, monkeypatch):
+def test_too_many_clicks_is_alas_own_click_record_and_alas_schedules_its_restart(session, checkout):
+    plan(checkout, Commission=[{"tap": [5, 5], "wait": 0.02}] * 12)
+    result = session.tools.alas_run("alas:Commission")
+    assert result.status == "game_too_many_clicks" and "Too many click for a button" in result.text, result.text
+    restart = json.loads((checkout / "config" / "alas.json").read_text())["Restart"]["Scheduler"]
+    assert restart["Enable"] is True and restart["NextRun"] != "2020-01-01 00:00:00"  # ALAS's own run did that
+
+
+def test_every_output_line_reaches_the_transcript_and_no_secret_reaches_the_worker(session, checkout, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "literal-key-5678")
-    result = session.tools.alas_run("alas:Chatty")
+    plan(checkout, Meowfficer=[{"env": "GEMINI_API_KEY"}, {"lines": 200}])
+    result = session.tools.alas_run("alas:Meowfficer")
     assert result.ok, result.text
-    text = session.transcript.path.read_text()
-    lines = [e["line"] for e in map(json.loads, text.splitlines()) if e.get("kind") == "worker_log"]
+    lines = logged(session)
     assert [x for x in lines if x.startswith("line ")] == [f"line {i}" for i in range(200)]
-    assert "key=None" in lines and "literal-key-5678" not in text
+    assert "GEMINI_API_KEY=None" in lines and "literal-key-5678" not in session.transcript.path.read_text()
 
 
-def test_a_flood_of_output_is_cut_and_bounded_not_held(session):
-    result = session.tools.alas_run("alas:Flood")
+def test_a_flood_of_output_is_cut_and_bounded_not_held(session, checkout):
+    plan(checkout, Guild=[{"flood": 30_000}])
+    result = session.tools.alas_run("alas:Guild")
     assert result.ok, result.text
     worker = result.data["worker"]
-    assert all(len(line) <= 2000 for line in worker["last_lines"]) and worker["last_lines"][-2] == "flood 29999"
-    text = session.transcript.path.read_text()
-    logged = [e["line"] for e in map(json.loads, text.splitlines()) if e.get("kind") == "worker_log"]
-    long = next(i for i, x in enumerate(logged) if x.startswith("xxx"))
-    assert logged[long + 1] == "flood 0"  # the rest of the 5 MB line was skipped, not read as more lines
-    assert max(map(len, logged)) == 2000 and len(logged) + worker["dropped_lines"] >= 30_000
+    assert all(len(line) <= 2000 for line in worker["last_lines"]) and "flood 29999" in worker["last_lines"]
+    lines = logged(session)
+    long = next(i for i, x in enumerate(lines) if x.startswith("xxx"))
+    assert lines[long + 1] == "flood 0"  # the rest of the 5 MB line was skipped, not read as more lines
+    assert max(map(len, lines)) == 2000 and len(lines) + worker["dropped_lines"] >= 30_000
 
 
-def test_login_like_tasks_are_refused_with_a_pointer_to_ours(session):
-    result = session.tools.alas_run("alas:Restart")
-    assert not result.ok and result.status == "refused" and "`login`" in result.text
-    unknown = session.tools.alas_run("alas:Nope")
-    assert unknown.status == "unknown_task" and "alas:" in unknown.text
+@pytest.mark.parametrize("task, said", [
+    ("alas:Restart", "use our bounded `login` task"),
+    ("alas:Daemon", "needs a human: it is on the Tools page of ALAS's GUI"),
+    ("alas:General", "is a group of settings that ALAS's tasks share, not a task"),
+])
+def test_what_is_not_a_task_is_refused_with_the_reason(session, task, said):
+    result = session.tools.alas_run(task)
+    assert not result.ok and result.status == "refused" and said in result.text, result.text
+    assert result.data["screenshot_analysis"]["suggested_action"] == "human"
+
+
+def test_an_unknown_task_gets_did_you_mean(session):
+    result = session.tools.alas_run("alas:Comission")
+    assert result.status == "unknown_task" and "did you mean alas:Commission" in result.text
 
 
 # ------------------------------------------------------------------------------------------------ bounds
 
 
-@pytest.mark.parametrize("task, bound", [("alas:Hang", 6.0)])  # a TERM-ignoring group: the cancel test
-def test_an_overrunning_task_is_killed_with_its_whole_group_inside_the_bound(session, task, bound):
+def test_an_overrunning_task_is_killed_with_its_whole_group_inside_the_bound(session):
     started = time.monotonic()
-    result = session.tools.alas_run(task)
+    result = session.tools.alas_run("alas:Research")
     elapsed = time.monotonic() - started
     assert not result.ok and result.status == "timeout" and result.data["worker"]["killed"] == "timeout"
-    assert elapsed < bound, elapsed
+    assert elapsed < 6.0, elapsed
     assert result.data["worker"]["survivors"] == [] and not group_members(worker_pid(result))
+    assert result.data["worker"]["exit_code"] == -15  # TERM ended it, and its exit status was collected
     assert result.data["observation"]["page"] == "page_login"
 
 
-def test_what_a_task_leaves_running_after_it_exits_is_killed_and_reported(session):
-    result = session.tools.alas_run("alas:Orphan")
+def test_what_a_task_leaves_running_after_it_exits_is_killed_and_reported(session, checkout):
+    plan(checkout, Awaken=[{"ignore_term": True}, {"child": "quiet"}])
+    result = session.tools.alas_run("alas:Awaken")
     assert result.ok and result.status == "verified", result.text  # the task itself succeeded
     assert result.data["worker"]["killed"] == "leftovers after exit" and result.data["worker"]["survivors"] == []
     assert not group_members(worker_pid(result))
@@ -226,15 +212,15 @@ def _start(session, task: str, **kwargs) -> tuple[threading.Thread, dict]:
 
 
 def test_while_the_worker_owns_the_device_health_and_state_answer_and_actions_are_busy(session):
-    thread, box = _start(session, "alas:Hang")
+    thread, box = _start(session, "alas:Research")
     try:
         health = session.tools.adb_health()
-        assert health.data["health"]["alas"]["running"]["task"] == "alas:Hang"
+        assert health.data["health"]["alas"]["running"]["task"] == "alas:Research"
         state = session.tools.alas_state()
-        assert state.data["external"][0]["running"]["task"] == "alas:Hang" and state.data["busy"]
+        assert state.data["external"][0]["running"]["task"] == "alas:Research" and state.data["busy"]
         started = time.monotonic()
         goto = session.tools.alas_goto("page_main")
-        assert goto.status == "busy" and "alas:Hang owns the device" in goto.text
+        assert goto.status == "busy" and "alas:Research owns the device" in goto.text
         assert time.monotonic() - started < 1.0
         assert session.tools.adb_tap(10, 10).status == "busy"
     finally:
@@ -245,7 +231,7 @@ def test_while_the_worker_owns_the_device_health_and_state_answer_and_actions_ar
 
 def test_cancel_kills_the_group_at_once(session):
     cancel = threading.Event()
-    thread, box = _start(session, "alas:Stubborn", cancel=cancel)
+    thread, box = _start(session, "alas:Dorm", cancel=cancel)
     time.sleep(0.3)
     pid = session.tools.providers[0].state()["running"]["pid"]
     cancel.set()
@@ -257,16 +243,37 @@ def test_cancel_kills_the_group_at_once(session):
     assert not group_members(pid)  # the parent and its child ignore TERM: KILL ended them
 
 
-def test_closing_the_engine_kills_a_running_worker(checkout, tmp_path):
+def test_closing_the_engine_kills_a_running_worker(checkout):
+    plan(checkout, Dorm=STUBBORN)
     s = open_session(providers=[AlasProvider(Checkout.open(checkout, sys.executable))])
-    thread, _ = _start(s, "alas:Stubborn")
+    thread, _ = _start(s, "alas:Dorm")
     pid = s.tools.providers[0].state()["running"]["pid"]
     s.close()
     assert not group_members(pid)
     thread.join(15)
 
 
-# ------------------------------------------------------------------------------------------------ MCP
+# ------------------------------------------------------------------------------------------------ CLI and MCP
+
+
+def test_the_cli_runs_an_alas_task_and_health_shows_the_checkout(checkout):
+    common = ["--alas", str(checkout), "--alas-python", sys.executable, "--json"]
+    run = subprocess.run([sys.executable, "-m", "engine", "run", "alas:Reward", *common], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    result = json.loads(run.stdout)
+    assert run.returncode == 0 and result["ok"] and result["data"]["worker"]["exit_code"] == 0, run.stderr[-2000:]
+    assert "Reward: nothing to do" in run.stderr and "alas:Reward | " in run.stderr  # ALAS's log, on stderr
+    assert "ADB server" not in run.stderr  # no warning that does not apply to the simulator
+    health = subprocess.run([sys.executable, "-m", "engine", "health", *common], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    alas = json.loads(health.stdout)["data"]["health"]["alas"]
+    assert alas["root"] == str(checkout.resolve()) and alas["python"] == sys.executable and alas["tasks"] >= 50
+    refused = subprocess.run([sys.executable, "-m", "engine", "run", "alas:Daemon", *common], capture_output=True,
+                             text=True, timeout=120, cwd=ROOT)
+    assert refused.returncode == 2 and json.loads(refused.stdout)["status"] == "refused"
+    unknown = subprocess.run([sys.executable, "-m", "engine", "run", "alas:Comission", *common[:-1]],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert unknown.returncode == 2 and "did you mean alas:Commission" in unknown.stdout
 
 
 def test_an_mcp_client_lists_and_runs_alas_tasks_while_health_answers(checkout, tmp_path):
@@ -274,21 +281,22 @@ def test_an_mcp_client_lists_and_runs_alas_tasks_while_health_answers(checkout, 
 
     policies = tmp_path / "policies.yaml"
     policies.write_text(SHORT)
+    plan(checkout, Research=HANG)
     client, close = open_client(server_params("--alas", str(checkout), "--alas-python", sys.executable,
                                               "--policies", str(policies)))
     try:
         run_tool = next(t for t in client.list_tools().tools if t.name == "alas_run")
-        assert "alas:Commission" in run_tool.description and "alas:Hang 6 s" in run_tool.description
-        listed = body(client.call("alas_tools"))["data"]["tasks"]
-        assert {"name": "alas:Reward", "description": "ALAS: Reward", "kind": "alas", "bound_s": 60.0} in listed
-        hang = client.start("alas_run", {"name": "alas:Hang"})
+        assert "alas:Commission" in run_tool.description and "alas:Research 6 s" in run_tool.description
+        listed = {t["name"]: t for t in body(client.call("alas_tools"))["data"]["tasks"]}
+        assert listed["alas:Reward"]["kind"] == "alas" and listed["alas:Reward"]["bound_s"] == 60.0
+        hang = client.start("alas_run", {"name": "alas:Research"})
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # until the worker runs (health says so)
             health = body(client.call("adb_health", timeout=10))
             if health["data"]["health"]["alas"]["running"]:
                 break
             time.sleep(0.05)
-        assert health["data"]["health"]["alas"]["running"]["task"] == "alas:Hang"
+        assert health["data"]["health"]["alas"]["running"]["task"] == "alas:Research"
         hung = body(hang.result(timeout=30))
         assert hung["status"] == "timeout" and not group_members(hung["data"]["worker"]["pid"])
         reward = body(client.call("alas_run", {"name": "alas:Reward"}))
@@ -301,7 +309,8 @@ def test_sigterm_to_the_engine_kills_the_worker_group_before_it_exits(checkout):
     import re
     import signal
 
-    engine = subprocess.Popen([sys.executable, "-m", "engine", "-v", "run", "alas:Stubborn", "--alas", str(checkout),
+    plan(checkout, Dorm=STUBBORN)
+    engine = subprocess.Popen([sys.executable, "-m", "engine", "-v", "run", "alas:Dorm", "--alas", str(checkout),
                                "--alas-python", sys.executable], cwd=ROOT, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
     pid, seen = None, []
