@@ -106,7 +106,7 @@ class AlasProvider:
     def _env(device: Any) -> dict[str, str]:
         """Our environment without its secrets (API keys are none of ALAS's business), with the ADB server the
         engine's device uses (ALAS's adbutils reads these)."""
-        from engine.transcript import is_secret_key
+        from engine.redact import is_secret_key
 
         env = {k: v for k, v in os.environ.items() if not is_secret_key(k)}
         env.update(PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
@@ -119,7 +119,7 @@ class AlasProvider:
 
     @staticmethod
     def _stream(ctx: RunContext, name: str, lines: list[str]) -> None:
-        from engine.transcript import redact
+        from engine.redact import redact
 
         for line in lines:
             ctx.record("worker_log", task=name, line=line)
