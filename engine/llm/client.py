@@ -6,7 +6,8 @@ trickles a byte every half second keeps a call alive for ever. So every call her
 the deadline passes the coroutine is cancelled, httpx closes the connection, and the caller has its answer at
 the deadline, whatever the server does. Nothing keeps reading past it.
 
-Every response is bounded too: a response hook (HttpOptions.async_client_args ``event_hooks``) refuses one whose
+Every response is bounded too. The client's transport (HttpOptions.async_client_args ``transport``: httpx's public
+extension point, which also keeps google-genai on httpx when aiohttp is installed) refuses a response whose
 Content-Length is over ``max_response_bytes`` before its body is read, and counts the bytes of one without it as
 they arrive, refusing it at the bound (ModelError reason ``oversized``).
 
@@ -71,7 +72,7 @@ class GeminiClient:
         self.max_response_bytes = int(max_response_bytes)
         self.types = types
         options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1),
-                                    async_client_args={"event_hooks": {"response": [self._check_size]}})
+                                    async_client_args={"transport": capped_transport(self.max_response_bytes)})
         self._client = genai.Client(api_key=api_key, http_options=options)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -173,14 +174,6 @@ class GeminiClient:
                 self._loop, self._thread = loop, thread
             return self._loop
 
-    async def _check_size(self, response: Any) -> None:
-        """httpx response hook: refuse a response over the bound, declared or counted as it streams in."""
-        limit = self.max_response_bytes
-        declared = response.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise ResponseTooLarge(int(declared), limit, declared=True)
-        response.stream = _counted(response.stream, limit)
-
     def _failure(self, exc: Exception, model: str) -> ModelError:
         from google.genai import errors as genai_errors
 
@@ -208,23 +201,45 @@ def _timeout(model: str, seconds: float) -> ModelError:
     return ModelError(f"the model did not answer within {seconds:.1f} s", reason="timeout", model=model)
 
 
-def _counted(stream: Any, limit: int) -> Any:
-    """`stream` (an httpx AsyncByteStream) that raises ResponseTooLarge once more than `limit` bytes came in.
+def capped_transport(limit: int) -> Any:
+    """An async HTTP transport that refuses responses over `limit` bytes (ResponseTooLarge), declared or counted.
 
-    The wrapper subclasses the stream's own AsyncByteStream base (httpx or httpx2, whichever google-genai uses),
-    since httpx checks the type before it reads."""
-    base = next((c for c in type(stream).__mro__ if c.__name__ == "AsyncByteStream"), object)
+    It is built on httpx when installed, else on httpx2 (the fork google-genai 3 may use instead): google-genai picks
+    its HTTP backend from the transport's package, so the client and the transport always match."""
+    try:
+        import httpx as http
+    except ImportError:
+        import httpx2 as http  # type: ignore[no-redef]
 
-    class Counted(base):  # type: ignore[misc, valid-type]
+    class Counted(http.AsyncByteStream):
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+
         async def __aiter__(self) -> Any:
             seen = 0
-            async for chunk in stream:
+            async for chunk in self.stream:
                 seen += len(chunk)
                 if seen > limit:
                     raise ResponseTooLarge(seen, limit, declared=False)
                 yield chunk
 
         async def aclose(self) -> None:
-            await stream.aclose()
+            await self.stream.aclose()
 
-    return Counted()
+    class Capped(http.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = http.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            declared = response.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                await response.aclose()
+                raise ResponseTooLarge(int(declared), limit, declared=True)
+            return http.Response(response.status_code, headers=response.headers, stream=Counted(response.stream),
+                                 extensions=response.extensions)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return Capped()
