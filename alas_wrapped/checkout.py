@@ -107,7 +107,7 @@ class Checkout:
 def worker_env() -> dict[str, str]:
     """Our environment without its secrets (API keys are none of ALAS's business), for whatever runs ALAS's Python;
     rich (ALAS's log) writes lines up to 200 characters wide into a pipe instead of wrapping them at 80."""
-    from engine.transcript import is_secret_key
+    from engine.redact import is_secret_key
 
     env = {k: v for k, v in os.environ.items() if not is_secret_key(k)}
     env.update(PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8", COLUMNS="200")

@@ -110,7 +110,7 @@ class AlasProvider:
 
     @staticmethod
     def _stream(ctx: RunContext, name: str, lines: list[str]) -> None:
-        from engine.transcript import redact
+        from engine.redact import redact
 
         for line in lines:
             ctx.record("worker_log", task=name, line=line)

@@ -3,10 +3,11 @@
 The soak runs AGENT_SOAK_EPISODES goal episodes (default 20, the CI form; 100 is the full soak) on the simulator
 under the navigation soak's chaos scenario (benchmarks/test_soak.py). The model is an in-process Provider (no
 HTTP) with a seeded RNG: each turn it takes the right action 80% of the time (alas_goto to the target page while
-the last screen it was told about is not that page, else ``final`` claiming the page), a random valid action 15%
-(a random alas_goto, alas_state, or adb_tap inside the resolution) and garbage 5% (prose, an invented tool, bad
-arguments). Episodes alternate at random between named goals (page + no_popup: the deterministic path runs first)
-and free-text goals ("reach P": only the model plans; its final must claim the page).
+the last screen it was told about is not that page, else ``final``), a random valid action 15% (a random
+alas_goto, alas_state, or adb_tap inside the resolution) and garbage 5% (prose, an invented tool, bad arguments).
+Episodes alternate at random between named goals (page + no_popup: the deterministic path runs first) and
+free-text goals ("reach P", with the user's criteria page P + no_popup, started past the deterministic phase so
+only the model plans; its final is a claim the harness checks against those criteria).
 
 Targets: at least 95% of goals met, zero false successes (ok while the simulator's true page differs from the
 target or a blocking popup shows, read right after the episode), every episode inside its budget.
@@ -28,15 +29,18 @@ import os
 import random
 import re
 import statistics
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from engine.agent.checkpoint import EpisodeState
 from engine.agent.goals import Budget, Criterion, Goal
 from engine.agent.loop import Agent
 from engine.agent.memory import estimate_tokens
+from engine.agent.prompt import MAX_GRAPH_CHARS
 from engine.agent.models import Call, Message, ModelTurn, ToolDecl, Usage
 from engine.session import open_session
 
@@ -88,7 +92,7 @@ class NoisyModel:
     def _right(self, user: str) -> ModelTurn:
         page, popups = where(user)
         if page == self.target and not popups:
-            return ModelTurn(None, (Call("final", {"summary": f"on {page}", "criteria": [{"page": page}]}),))
+            return ModelTurn(None, (Call("final", {"summary": f"on {page}"}),))
         return ModelTurn(None, (Call("alas_goto", {"page": self.target}),))
 
     def _random(self, tools: Sequence[ToolDecl]) -> ModelTurn:
@@ -133,16 +137,21 @@ def where(user: str) -> tuple[str | None, list[str]]:
 
 
 def _goal(target: str, free_text: bool) -> Goal:
+    success = [Criterion(page=target), Criterion(no_popup=True)]
     if free_text:
-        return Goal(name="free_text", description=f"reach {target}", free_text=True, budget=BUDGET)
-    return Goal(name=f"reach.{target}", description=f"Show {target} with no popup over it.",
-                success=[Criterion(page=target), Criterion(no_popup=True)], budget=BUDGET)
+        return Goal(name="free_text", description=f"reach {target}", free_text=True, success=success, budget=BUDGET)
+    return Goal(name=f"reach.{target}", description=f"Show {target} with no popup over it.", success=success,
+                budget=BUDGET)
 
 
 def _episode(session, agent: Agent, model: NoisyModel, target: str, free_text: bool) -> dict:
     model.begin(target)
     first = len(model.received)
-    result = agent.run(_goal(target, free_text))
+    goal = _goal(target, free_text)
+    # a free-text goal is one only the model plans: its episode starts past the deterministic phase
+    state = EpisodeState(episode=uuid.uuid4().hex[:12], goal=goal.model_dump(mode="json"),
+                         deterministic_done=free_text)
+    result = agent.run(goal, state=state)
     truth = session.sim.game.truth()
     graph = session.graph
     blocking = [p for p in truth["popups"] if graph.popup(p).blocking]
@@ -305,15 +314,20 @@ def test_agent_loop_overhead_and_prompt_size(benchmark, tmp_path):
     benchmark.extra_info.update(overhead_ms_p50=p50, overhead_ms_p90=p90, prompt_chars_first=chars[0],
                                 prompt_chars_last=chars[-1], prompt_chars_max=max(chars))
     print(f"\nagent loop: {len(overheads)} turns, own time per turn p50 {p50:.2f} ms, p90 {p90:.2f} ms, max "
-          f"{max(overheads):.2f} ms; prompt (system + user) first {chars[0]} chars / {tokens[0]} tokens, last "
+          f"{max(overheads):.2f} ms; system prompt {len(model.received[0][0])} chars; prompt (system + user) "
+          f"first {chars[0]} chars / {tokens[0]} tokens, last "
           f"{chars[-1]} / {tokens[-1]}, at turn {FULL} (memory full) {chars[FULL - 1]}, max {max(chars)} / "
           f"{max(tokens)}; stop {result.status}")
     assert result.status == "budget_turns", result.text
     assert len(agent.turn_overheads_ms) == TURNS
     assert p50 <= 5.0
-    # The first prompt holds one percept; working memory keeps 12 and shows at most 8 (2000 characters), so the
-    # prompt grows until it is full, then stays flat: bounded against the first full one, not the first.
-    full = chars[FULL - 1]
-    assert max(chars[FULL - 1:]) <= 1.5 * full
+    # The system prompt (rules, frame size, the graph's pages) is the same every turn and bounded by
+    # MAX_GRAPH_CHARS. The first user prompt holds one percept; working memory keeps 12 and shows at most 8 (2000
+    # characters), so the user prompt grows until it is full, then stays flat: bounded against the first full one.
+    system = len(model.received[0][0])
+    assert all(len(s) == system for s, _ in model.received) and system <= MAX_GRAPH_CHARS + 1500
+    user = [len(u) for _, u in model.received]
+    full = user[FULL - 1]
+    assert max(user[FULL - 1:]) <= 1.5 * full
     assert chars[-1] <= 2.5 * chars[0]
-    assert max(chars) <= 8000
+    assert max(user) <= 8000

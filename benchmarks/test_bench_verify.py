@@ -210,7 +210,9 @@ def test_bench_vision_round_trip_overhead(benchmark, sim):
         assert answer.page == "page_main" and not answer.cached
         median = _median_ms(benchmark)
         if median is not None:
-            baseline = _bare_round_trip_ms(httpd.server_address[1], frame, client.jpeg_quality)
+            from engine.llm.images import QUALITIES
+
+            baseline = _bare_round_trip_ms(httpd.server_address[1], frame, QUALITIES[0])
             benchmark.extra_info.update({"bare_round_trip_ms": baseline, "ratio": median / baseline})
             RESULTS["vision"] = median
             # The same work done bare (encode, POST, parse), measured in the same run: the client library and

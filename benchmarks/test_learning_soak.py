@@ -2,7 +2,7 @@
 
 The simulator draws the full Azur Lane graph; the engine's graph lacks HIDDEN popups (a second, hidden list).
 Before some gotos one of them is shown over the page the engine stands on; the fake vision endpoint (the REAL
-google-genai client against tests/conftest.py's FakeGemini) names the tap that closes it, as a model that reads
+google-genai client against tests/gemini_fake.py's FakeGemini) names the tap that closes it, as a model that reads
 the screen would. Where the popup covers the page's signatures the screen is unknown and the recovery ladder asks
 the model; where the page stays recognisable under it, the page swallows the engine's taps and the model is asked
 why (engine.recovery). Each new proposal is accepted once (`python -m engine proposals accept` into a copy of the
@@ -53,7 +53,7 @@ def _hide(graph):
 
 @pytest.fixture
 def fake_gemini():
-    from tests.conftest import FakeGemini
+    from tests.gemini_fake import FakeGemini
 
     server = FakeGemini()
     yield server

@@ -89,15 +89,23 @@ def main(argv: list[str] | None = None) -> int:
     level: int | str = logging.WARNING - 10 * args.verbose
     if os.environ.get("ENGINE_LOG_LEVEL"):
         level = os.environ["ENGINE_LOG_LEVEL"].upper()
+    from engine.redact import RedactingStream
+
+    saved = sys.stderr
+    sys.stderr = RedactingStream(saved)  # logs, progress and error lines: secrets never reach stderr
     try:
-        logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    except ValueError:
-        parser.error(f"ENGINE_LOG_LEVEL={os.environ['ENGINE_LOG_LEVEL']!r} is not a logging level")
-    if not getattr(args, "handler", None):
-        parser.print_help(sys.stderr)
-        return 2
-    signal.signal(signal.SIGTERM, _terminated)
-    return run(args)
+        try:
+            logging.basicConfig(level=level, stream=sys.stderr,
+                                format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        except ValueError:
+            parser.error(f"ENGINE_LOG_LEVEL={os.environ['ENGINE_LOG_LEVEL']!r} is not a logging level")
+        if not getattr(args, "handler", None):
+            parser.print_help(sys.stderr)
+            return 2
+        signal.signal(signal.SIGTERM, _terminated)
+        return run(args)
+    finally:
+        sys.stderr = saved
 
 
 def _terminated(signum: int, frame: object) -> NoReturn:

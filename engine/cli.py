@@ -167,8 +167,11 @@ def human(result: ToolResult) -> str:
 
 
 def emit(result: ToolResult, as_json: bool, out: TextIO) -> int:
-    """Print `result` (human or JSON) and return its exit code."""
-    out.write((json.dumps(result.to_dict(), ensure_ascii=False, default=str) if as_json else human(result)) + "\n")
+    """Print `result` (human or JSON, secrets redacted: engine.redact) and return its exit code."""
+    from engine.redact import redact_text
+
+    text = json.dumps(result.to_dict(), ensure_ascii=False, default=str) if as_json else human(result)
+    out.write(redact_text(text) + "\n")
     out.flush()
     return exit_code(result)
 
@@ -182,7 +185,7 @@ def progress(kind: str, entry: dict[str, Any]) -> None:
     elif kind == "recover":
         print(f"  unknown screen: trying {entry.get('rung')}", file=sys.stderr)
     elif kind == "worker_log":  # an outside worker's output line (alas_wrapped), secrets redacted
-        from engine.transcript import redact
+        from engine.redact import redact
 
         print(f"{entry.get('task')} | {redact(entry.get('line'))}", file=sys.stderr)
 

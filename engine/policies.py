@@ -99,6 +99,10 @@ class Policy(_Model):
     control: Literal["adb", "maatouch", "minitouch", "auto"] | None = Field(
         None, description="The tap policy only: what touches go through (input tap, a touch agent, or the fastest "
                           "that starts); --control overrides it.")
+    model: str | None = Field(None, min_length=1, description="The model policy only: the Gemini model the agent "
+                              "and vision ask (ENGINE_AGENT_MODEL overrides it).")
+    invalid_answers: int | None = Field(None, ge=1, le=100, description="The agent policy only: unusable model "
+                                        "answers in a row that end an episode (status invalid_answers).")
 
     @field_validator("retry_on")
     @classmethod

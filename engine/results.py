@@ -12,6 +12,8 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Literal
 
+from engine.redact import redact_text, scrub
+
 Channel = Literal["color", "template", "ocr", "vision"]
 
 SUGGESTED_ACTIONS = ("retry", "dismiss_popup_then_retry", "use_vision", "reconnect", "restart_app", "human")
@@ -191,7 +193,8 @@ def make_result(
     extra: dict[str, Any] | None = None,
     png: bytes = b"",
 ) -> ToolResult:
-    """The one way a ToolResult is made: every key of DATA_KEYS is filled, then `extra` is added.
+    """The one way a ToolResult is made: every key of DATA_KEYS is filled, then `extra` is added; secrets in the
+    text and data are redacted (engine.redact).
 
     Args:
         tool: the tool's name as callers know it (``alas_goto``).
@@ -221,7 +224,7 @@ def make_result(
     }
     if extra:
         data.update(extra)
-    return ToolResult(ok=ok, status=status, text=text, data=data, png=png)
+    return ToolResult(ok=ok, status=status, text=redact_text(text), data=scrub(data), png=png)
 
 
 # ----------------------------------------------------------------------------------------------- the schema

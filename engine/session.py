@@ -184,7 +184,10 @@ def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any)
 
     base = session.assets
     session.assets = with_learned(graph_dir, base, session.graph.server)  # popups learned before, if any
-    session.observer = Observer(session.graph, session.assets, vision=_vision(session.graph))
+    vision = _vision(session.graph, session.policies)
+    if vision is not None:
+        session._closers.append(vision.close)
+    session.observer = Observer(session.graph, session.assets, vision=vision)
     session.navigator = Navigator(session.device, session.graph, session.observer,
                                   **({"clock": clock} if clock is not None else {}))
     attach(session, graph_dir, base)  # with a transcript: screens the model resolved become proposals beside it
@@ -277,11 +280,11 @@ def load_task_book(graph_dir: str | Path | None, graph: Any) -> Any:
     return load_tasks(folder, graph)
 
 
-def _vision(graph: Graph | None = None) -> Any:
+def _vision(graph: Graph | None = None, policies: Any = None) -> Any:
     """The vision verifier when a Gemini key (or a local endpoint) is configured, else None; its prompt names the
-    graph's game."""
+    graph's game, and its model is the one `policies` name (engine.llm.config)."""
     if not os.environ.get("GEMINI_API_KEY"):
         return None
     from verifiers.vision import VisionClient
 
-    return VisionClient.from_env(game=graph.game if graph is not None else None)
+    return VisionClient.from_env(game=graph.game if graph is not None else None, policies=policies)

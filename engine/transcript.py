@@ -3,8 +3,8 @@
 Every action, observation, verdict and result becomes one JSON object on its own line, with ``seq`` (contiguous
 from 1 in a file), ``ts`` (Unix time) and ``kind``. Each line is written whole, flushed and fsync'ed before
 ``record`` returns, so a process killed with SIGKILL leaves every earlier line intact and at most a torn last
-line, which the readers here skip. Secrets never reach the file: values under keys that look like keys, tokens or
-secrets, and the value of GEMINI_API_KEY wherever it appears, are replaced by ``[redacted]``.
+line, which the readers here skip. Secrets never reach the file (engine.redact). A record is at most
+MAX_RECORD_BYTES: past that its largest fields are cut, and ``cut`` says which and how big they were.
 
 Beside the ledger live two kinds of files built from it: error bundles (the last frames as PNG plus the matching
 slice of the transcript, in one folder, for a failure to be read later) and traces (a successful goto or run as
@@ -13,8 +13,6 @@ an ordered list of steps with their preconditions and success criteria, as JSON)
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import json
 import logging
 import os
@@ -26,76 +24,35 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from engine.redact import redact
+
 log = logging.getLogger(__name__)
 
-REDACTED = "[redacted]"
-SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-"""Environment variables whose values are never written, whatever key they hide under."""
-
-# "key" alone is a key press (KeyAction.key: back); a key with a qualifier (api_key, gemini-key) is a secret.
-_SECRET_KEY = re.compile(
-    r"(?i)(^|[_\-.])(api|access|secret|private|gemini|google)?[_\-]?key$|apikey|token$|secret|passw(or)?d|"
-    r"credential|authori[sz]ation|cookie"
-)
-_GOOGLE_KEY = re.compile(r"AIza[0-9A-Za-z_\-]{30,}")
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a field called `key` holds something that must not be written (``api_key``, ``token`` ...)."""
-    return key.lower() != "key" and bool(_SECRET_KEY.search(key))
-
-
-def redact(value: Any, *, secrets: Sequence[str] | None = None) -> Any:
-    """`value` made JSON-ready with every secret replaced by ``[redacted]``.
-
-    Args:
-        value: any mix of mappings, sequences, dataclasses, records with ``to_dict()``, arrays and scalars.
-        secrets: literal strings to blank out wherever they occur; defaults to the values of SECRET_ENV_VARS.
-    """
-    if secrets is None:
-        secrets = [v for v in (os.environ.get(name) for name in SECRET_ENV_VARS) if v and len(v) >= 4]
-    return _redact(value, tuple(secrets))
-
-
-def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return _GOOGLE_KEY.sub(REDACTED, value)
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, enum.Enum):
-        return _redact(value.value, secrets)
-    if isinstance(value, Mapping):
-        return {
-            str(k): (REDACTED if is_secret_key(str(k)) and v is not None else _redact(v, secrets))
-            for k, v in value.items()
-        }
-    if isinstance(value, np.ndarray):
-        # Frames belong in error bundles, not in the ledger: a line stays a line.
-        return {"ndarray": list(value.shape), "dtype": str(value.dtype)}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (bytes, bytearray)):
-        return {"bytes": len(value)}
-    if isinstance(value, Path):
-        return str(value)
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return _redact(to_dict(), secrets)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _redact(dataclasses.asdict(value), secrets)
-    model_dump = getattr(value, "model_dump", None)
-    if callable(model_dump):
-        return _redact(model_dump(mode="json"), secrets)
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_redact(v, secrets) for v in value]
-    return _redact(str(value), secrets)
+MAX_RECORD_BYTES = 64 * 1024
+"""The most one ledger line may take: a runaway field (a 5 MB model answer) is cut, never written whole."""
+KEPT_HEAD_CHARS = 512
+"""How much of a cut field stays, as text, so the line still shows what it was."""
 
 
 def _dumps(entry: Mapping[str, Any]) -> str:
     return json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def cap_record(body: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> dict[str, Any]:
+    """`body` (JSON-ready) cut to at most about `limit` bytes of JSON: its largest fields, one at a time, become
+    the first KEPT_HEAD_CHARS characters of their JSON, and ``cut`` maps each cut field to its size in bytes."""
+    if len(_dumps(body).encode("utf-8")) <= limit:
+        return body
+    body = dict(body)
+    sizes = sorted(((len(_dumps({k: v}).encode("utf-8")), k) for k, v in body.items()), reverse=True)
+    cut: dict[str, int] = {}
+    for size, key in sizes:
+        body[key] = _dumps(body[key])[:KEPT_HEAD_CHARS]
+        cut[key] = size
+        body["cut"] = cut
+        if len(_dumps(body).encode("utf-8")) <= limit:
+            break
+    return body
 
 
 def read_lines(path: str | Path) -> list[dict[str, Any]]:
@@ -162,7 +119,7 @@ class Transcript:
 
     def record(self, kind: str, **fields: Any) -> dict[str, Any]:
         """Append one event and return it as written (seq, ts, kind, then the redacted fields)."""
-        body = redact(fields)
+        body = cap_record(redact(fields))
         with self._lock:
             if self._file.closed:
                 raise ValueError(f"transcript {self.path} is closed")

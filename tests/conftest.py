@@ -37,57 +37,19 @@ def alas_graph_json(shared_dir: Path) -> dict:
     return json.loads((shared_dir / "alas" / "graph.json").read_text())
 
 
-class FakeGemini:
-    """A local stand-in for the Gemini service: answers generateContent with `answer` (a dict or raw text),
-    after `delay` seconds. The real google-genai client talks to it through `url`."""
+@pytest.fixture
+def fake_gemini():
+    """The local Gemini stand-in (tests/gemini_fake.py): the real google-genai client talks to it at `.url`."""
+    from tests.gemini_fake import running
 
-    def __init__(self) -> None:
-        import json
-        import threading
-        import time
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.answer: object = {}
-        self.delay = 0.0
-        self.calls: list[tuple[str, bytes]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                fake.calls.append((self.path, body))
-                if fake.delay:
-                    time.sleep(fake.delay)
-                text = fake.answer if isinstance(fake.answer, str) else json.dumps(fake.answer)
-                reply = json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                                                    "finishReason": "STOP"}]}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(reply)))
-                    self.end_headers()
-                    self.wfile.write(reply)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+    with running() as server:
+        yield server
 
 
 @pytest.fixture
-def fake_gemini():
-    server = FakeGemini()
-    yield server
-    server.close()
+def scripted_gemini(fake_gemini):
+    """The same stand-in, for tests that script replies (`.script`) rather than set one `.answer`."""
+    return fake_gemini
 
 
 @pytest.fixture(scope="session")

@@ -1,22 +1,25 @@
 """Vision verifier: ask a Gemini model what a frame shows, and trust the answer only when it checks out.
 
-The model is the last resort for frames no template explains. It gets the frame (JPEG) and the closed lists of
-candidate pages and popups and must answer structured JSON (page, popup, blocking_element, ocr_text,
-suggested_action, confidence) under a response schema. An answer that is malformed, names a page or popup not in
-the candidates, suggests an action outside engine.results.SUGGESTED_ACTIONS, or is less confident than
-``min_confidence`` raises VisionError: callers never act on it. Calls are bounded twice (the client's
-HttpOptions timeout and a hard wait on a worker thread), never retried here (retries belong to the policy), and
-answers are cached by a hash of the frame in a small LRU. The API key is never logged nor put in an error.
+The model is the last resort for frames no template explains. It gets the frame (JPEG, at most
+engine.llm.images' size and bytes) and the closed lists of candidate pages and popups and must answer structured
+JSON (page, popup, blocking_element, ocr_text, suggested_action, confidence, tap) under a response schema. An
+answer that is malformed, names a page or popup not in the candidates, suggests an action outside
+engine.results.SUGGESTED_ACTIONS, or is less confident than ``min_confidence`` raises VisionError: callers never
+act on it. The call goes through the engine's one google-genai client (engine.llm.GeminiClient: one deadline for
+the whole call however the server trickles, a bound on the answer's size, the API's error codes), is never
+retried here (retries belong to the policy), and answers are cached by a hash of the frame in a small LRU. The
+API key never reaches a log, an error or a transcript (engine.redact).
 
-The prompt names the game of the graph in use (``VisionClient(game=graph.game)``), never a fixed one.
+The prompt names the game of the graph in use (``VisionClient(game=graph.game)``), never a fixed one; a ``tap``
+is in frame pixels (mapped back from the image's when the frame was downscaled).
 
-Configuration: GEMINI_API_KEY (required), ENGINE_VISION_MODEL (default gemini-2.5-flash),
-ENGINE_VISION_BASE_URL (optional endpoint), ENGINE_VISION_TIMEOUT (seconds, default 20).
+Configuration: GEMINI_API_KEY (required), the model (ENGINE_VISION_MODEL, else engine.llm.config.model_name:
+ENGINE_AGENT_MODEL or the ``model`` policy's), ENGINE_VISION_BASE_URL (optional endpoint), ENGINE_VISION_TIMEOUT
+(seconds, default 20).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
 import logging
@@ -28,16 +31,18 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-import cv2
 import numpy as np
 
-from engine.errors import VisionError
+from engine.errors import ModelError, VisionError
+from engine.llm import GeminiClient, model_image, model_name
+from engine.policies import load_policies
 from engine.results import SUGGESTED_ACTIONS, Evidence
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "gemini-2.5-flash"
 DEFAULT_TIMEOUT_S = 20.0
+MAX_SIDE = 1280
+"""Vision sees frames up to this size unscaled (the taps it names are then frame pixels as they are)."""
 
 PROMPT = """You are looking at a screenshot of {game}.
 Say which screen (page) it shows and which popup covers it, choosing ONLY from these lists.
@@ -111,37 +116,27 @@ class VisionClient:
         self,
         api_key: str,
         *,
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         base_url: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         min_confidence: float = 0.6,
         cache_size: int = 32,
         game: str | None = None,
-        jpeg_quality: int = 85,
+        policies: Any = None,
     ) -> None:
-        from google import genai
-        from google.genai import types
-
-        if not api_key:
-            raise VisionError("no API key for the vision model (set GEMINI_API_KEY)", reason="not_configured")
-        self._key = api_key
-        self.model = model
+        try:
+            self._client = GeminiClient(api_key, base_url=base_url)
+        except ModelError as exc:
+            raise VisionError(f"{exc.message} (vision)", reason=exc.reason) from None
+        self.model = model or model_name(policies if policies is not None else load_policies())
         self.timeout_s = float(timeout_s)
         self.min_confidence = min_confidence
         self.game = game  # the graph's `game` (e.g. tower): the prompt names it by its display name
-        self.jpeg_quality = jpeg_quality
-        options = types.HttpOptions(
-            base_url=base_url,
-            timeout=max(1, int(self.timeout_s * 1000)),
-            retry_options=types.HttpRetryOptions(attempts=1),
-        )
-        self._client = genai.Client(api_key=api_key, http_options=options)
-        self._types = types
+        self._types = self._client.types
         self._schema = _schema()
         self._cache: OrderedDict[tuple, VisionAnswer] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="vision")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **kwargs: Any) -> VisionClient | None:
@@ -150,19 +145,19 @@ class VisionClient:
         key = env.get("GEMINI_API_KEY")
         if not key:
             return None
+        policies = kwargs.pop("policies", None)
+        policies = policies if policies is not None else load_policies()
         return cls(
             key,
-            model=env.get("ENGINE_VISION_MODEL") or DEFAULT_MODEL,
+            model=model_name(policies, env, override_env="ENGINE_VISION_MODEL"),
             base_url=env.get("ENGINE_VISION_BASE_URL") or None,
             timeout_s=float(env.get("ENGINE_VISION_TIMEOUT") or DEFAULT_TIMEOUT_S),
+            policies=policies,
             **kwargs,
         )
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        self._client.close()
 
     def classify(
         self,
@@ -186,11 +181,12 @@ class VisionClient:
                 answer = self._cache[key]
                 return VisionAnswer(**{**asdict(answer), "cached": True,
                                        "latency_ms": (time.perf_counter() - start) * 1000.0})
-        ok, jpeg = cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality])
-        if not ok:
-            raise VisionError("cannot encode the frame", reason="bad_frame")
-        raw = self._call(jpeg.tobytes(), pages, popups, timeout_s or self.timeout_s)
-        answer = self._validate(raw, pages, popups, (time.perf_counter() - start) * 1000.0)
+        try:
+            image = model_image(frame, max_side=MAX_SIDE)
+        except ValueError:
+            raise VisionError("cannot encode the frame", reason="bad_frame") from None
+        raw = self._call(image.data, pages, popups, timeout_s or self.timeout_s)
+        answer = self._validate(raw, pages, popups, (time.perf_counter() - start) * 1000.0, image.scale)
         with self._lock:
             self._cache[key] = answer
             while len(self._cache) > self._cache_size:
@@ -208,20 +204,14 @@ class VisionClient:
             response_mime_type="application/json",
             response_schema=self._schema,
             temperature=0.0,
-            http_options=types.HttpOptions(timeout=max(1, int(timeout_s * 1000))),
         )
         contents = [types.Part.from_bytes(data=image, mime_type="image/jpeg"), prompt]
-        future = self._pool.submit(self._client.models.generate_content, model=self.model, contents=contents,
-                                   config=config)
         try:
-            response = future.result(timeout=timeout_s + 1.0)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise VisionError(f"the vision model did not answer within {timeout_s:.1f} s", reason="timeout") from None
-        except Exception as exc:
-            name = type(exc).__name__
-            reason = "timeout" if "timeout" in name.lower() else "call_failed"
-            raise VisionError(f"the vision call failed: {name}: {self._redact(str(exc))[:300]}", reason=reason) from None
+            response = self._client.generate(self.model, contents, config, timeout=timeout_s)
+        except ModelError as exc:
+            reason = "timeout" if exc.reason == "timeout" else "call_failed"
+            raise VisionError(f"the vision call failed: {exc.message}", reason=reason, model_error=exc.reason,
+                              hint=exc.context.get("hint")) from None
         try:
             text = response.text
         except Exception as exc:
@@ -230,7 +220,8 @@ class VisionClient:
             raise VisionError("the vision answer is empty", reason="malformed")
         return text
 
-    def _validate(self, text: str, pages: Sequence[str], popups: Sequence[str], latency_ms: float) -> VisionAnswer:
+    def _validate(self, text: str, pages: Sequence[str], popups: Sequence[str], latency_ms: float,
+                  scale: float = 1.0) -> VisionAnswer:
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
@@ -269,5 +260,5 @@ class VisionClient:
             suggested_action=action,
             confidence=float(confidence),
             latency_ms=latency_ms,
-            tap=tuple(tap) if tap is not None else None,
+            tap=(round(tap[0] / scale), round(tap[1] / scale)) if tap is not None else None,
         )

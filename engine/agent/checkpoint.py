@@ -33,6 +33,8 @@ class Spend:
     parser_errors: int = 0
     false_claims: int = 0
     deterministic_calls: int = 0
+    invalid_in_a_row: int = 0
+    """Unusable model answers since the last usable one (the agent policy's invalid_answers ends the episode)."""
 
 
 @dataclass

@@ -1,19 +1,20 @@
-"""The Gemini provider: one agent turn through google-genai's generateContent with native function calling.
+"""The Gemini provider: one agent turn through generateContent with forced native function calling.
 
-Tools are declared with JSON Schema parameters (``parameters_json_schema``) and automatic function calling is
-disabled, so the model only proposes calls and the loop executes them. Each attempt is bounded twice (the client's
-HttpOptions timeout and a hard wait on a worker thread); 429 and 5xx answers are retried with the ``model`` policy's
-attempts and waits, inside the caller's ``timeout``. The API key is redacted from every message, log line and raw
-response.
+Tools are declared by their JSON Schema (``parametersJsonSchema``), and every request forces function calling:
+``toolConfig.functionCallingConfig`` has mode ANY and names the allowed functions, so the service answers with a
+call to a declared tool, never prose. Automatic function calling is off: the model only proposes, the loop
+executes. The call itself goes through engine.llm's GeminiClient (one deadline for the whole call, a bound on the
+response's size, the documented error codes, 429/500/503/504 retried under the ``model`` policy with Retry-After
+honoured); the API key is redacted everywhere (engine.redact).
 
-Configuration (``GeminiProvider.from_env``): GEMINI_API_KEY (required), ENGINE_AGENT_MODEL (default
-gemini-2.5-flash), ENGINE_AGENT_BASE_URL (optional endpoint; tests point it at a local server).
+Configuration (``GeminiProvider.from_env``): GEMINI_API_KEY (required), the model (engine.llm.config.model_name:
+ENGINE_AGENT_MODEL, else the ``model`` policy's), ENGINE_AGENT_BASE_URL (optional endpoint; tests point it at a
+local server).
 """
 
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import json
 import logging
 import os
@@ -21,68 +22,44 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import tenacity
-
 from engine.agent.models import Call, Message, ModelTurn, ToolDecl, Usage
 from engine.errors import ModelError
-from engine.policies import Policy, load_policies
+from engine.llm import GeminiClient, api_key, model_name
+from engine.policies import Policies, Policy, load_policies
+from engine.redact import scrub
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "gemini-2.5-flash"
-RETRIED_REASONS = frozenset({"rate_limited", "server_error"})
+BASE_URL_ENV = "ENGINE_AGENT_BASE_URL"
 _REFUSALS = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"})
-_GRACE_S = 1.0  # the outer bound leaves the client's own timeout a moment to fire first
-
-
-def _redactor(secret: str) -> Callable[[Any], Any]:
-    def redact(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace(secret, "***") if secret else value
-        if isinstance(value, dict):
-            return {redact(k): redact(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [redact(v) for v in value]
-        return value
-
-    return redact
 
 
 class GeminiProvider:
-    """A Provider backed by Gemini (google-genai).
+    """A Provider backed by Gemini (google-genai through engine.llm.GeminiClient).
 
     Args:
         api_key: the Gemini API key (never logged nor put in an error).
-        model: the model name.
-        base_url: another endpoint than Google's (a local fake in tests).
-        policy: retry policy of 429/5xx (default: the ``model`` policy of policies/default.yaml).
+        model: the model name (default: engine.llm.config.model_name of `policies`).
+        base_url: another endpoint than Google's (a local server in tests).
+        policy: the retry policy of 429/500/503/504 (default: the ``model`` policy of `policies`).
         sleep: replaces time.sleep between retries (tests pass a recorder so they never wait).
+        policies: the policies in use (default: policies/default.yaml).
+        max_response_bytes: the largest answer accepted (default: engine.llm's).
     """
 
     name = "gemini"
 
-    def __init__(
-        self,
-        api_key: str,
-        model: str = DEFAULT_MODEL,
-        base_url: str | None = None,
-        policy: Policy | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        from google import genai
-        from google.genai import types
-
-        if not api_key:
-            raise ModelError("no API key for the agent's model (set GEMINI_API_KEY)", reason="not_configured")
-        self._redact = _redactor(api_key)
-        self.model = model
+    def __init__(self, api_key: str, model: str | None = None, base_url: str | None = None,
+                 policy: Policy | None = None, sleep: Callable[[float], None] = time.sleep, *,
+                 policies: Policies | None = None, max_response_bytes: int | None = None) -> None:
+        policies = policies if policies is not None else load_policies()
+        extra = {"max_response_bytes": max_response_bytes} if max_response_bytes else {}
+        self._client = GeminiClient(api_key, base_url=base_url, **extra)
+        self.model = model or model_name(policies)
         self.base_url = base_url
-        self.policy = policy if policy is not None else load_policies().get("model")
+        self.policy = policy if policy is not None else policies.get("model")
         self._sleep = sleep
-        self._types = types
-        options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1))
-        self._client = genai.Client(api_key=api_key, http_options=options)
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="agent-model")
+        self._types = self._client.types
 
     def __repr__(self) -> str:
         return f"GeminiProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -92,35 +69,33 @@ class GeminiProvider:
                  **kwargs: Any) -> GeminiProvider | None:
         """A provider configured from the environment, or None when GEMINI_API_KEY is not set.
 
-        `model` beats ENGINE_AGENT_MODEL, which beats the default; other keyword arguments go to the constructor.
+        `model` beats ENGINE_AGENT_MODEL, which beats the ``model`` policy's; other keyword arguments go to the
+        constructor.
         """
         env = os.environ if env is None else env
-        key = env.get("GEMINI_API_KEY")
+        key = api_key(env)
         if not key:
             return None
-        return cls(key, model=model or env.get("ENGINE_AGENT_MODEL") or DEFAULT_MODEL,
-                   base_url=env.get("ENGINE_AGENT_BASE_URL") or None, **kwargs)
+        policies = kwargs.pop("policies", None) or load_policies()
+        return cls(key, model=model or model_name(policies, env), base_url=env.get(BASE_URL_ENV) or None,
+                   policies=policies, **kwargs)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._client.close()
 
     def generate(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolDecl], *, timeout: float
     ) -> ModelTurn:
-        """The model's next turn; 429/5xx are retried under the policy, all within `timeout` seconds.
+        """The model's next turn, all within `timeout` seconds (retries and waits included).
 
         Raises:
-            ModelError: reason timeout, rate_limited, server_error (after the retries), malformed or refused.
+            ModelError: with the reason of engine.llm (timeout, oversized, the API code's reason ...), or
+                malformed / refused for an answer that cannot be used.
         """
         contents = [self._content(m) for m in messages]
-        deadline = time.monotonic() + timeout
-        retrying = self.policy.retrying(sleep=self._sleep, timeout=timeout).copy(
-            retry=tenacity.retry_if_exception(self._retried))
-        response = retrying(self._attempt, system, contents, tools, deadline)
+        response = self._client.generate(self.model, contents, self._config(system, tools), timeout=timeout,
+                                         policy=self.policy, sleep=self._sleep)
         return self._turn(response)
-
-    def _retried(self, exc: BaseException) -> bool:
-        return isinstance(exc, ModelError) and exc.reason in RETRIED_REASONS and self.policy.retries(exc)
 
     # --- request ------------------------------------------------------------------------------------------------
 
@@ -130,7 +105,7 @@ class GeminiProvider:
         if message.text is not None and message.role != "tool":
             parts.append(types.Part(text=message.text))
         if message.image:
-            parts.append(types.Part.from_bytes(data=message.image, mime_type="image/png"))
+            parts.append(types.Part.from_bytes(data=message.image, mime_type=message.image_type))
         parts += [types.Part(function_call=types.FunctionCall(name=c.name, args=c.arguments, id=c.id),
                              thought_signature=base64.b64decode(c.signature) if c.signature else None)
                   for c in message.calls]
@@ -142,51 +117,21 @@ class GeminiProvider:
             parts.append(types.Part(text=""))
         return types.Content(role="model" if message.role == "model" else "user", parts=parts)
 
-    def _config(self, system: str, tools: Sequence[ToolDecl], attempt_s: float) -> Any:
+    def _config(self, system: str, tools: Sequence[ToolDecl]) -> Any:
         types = self._types
-        declared = [types.Tool(function_declarations=[
-            types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=t.parameters)
-            for t in tools
-        ])] if tools else None
+        declared = tool_config = None
+        if tools:
+            declared = [types.Tool(function_declarations=[
+                types.FunctionDeclaration(name=t.name, description=t.description, parameters_json_schema=t.parameters)
+                for t in tools])]
+            tool_config = types.ToolConfig(function_calling_config=types.FunctionCallingConfig(
+                mode=types.FunctionCallingConfigMode.ANY, allowed_function_names=[t.name for t in tools]))
         return types.GenerateContentConfig(
             system_instruction=system or None,
             tools=declared,
+            tool_config=tool_config,
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-            http_options=types.HttpOptions(timeout=max(1, int(attempt_s * 1000)),
-                                           retry_options=types.HttpRetryOptions(attempts=1)),
         )
-
-    def _attempt(self, system: str, contents: list, tools: Sequence[ToolDecl], deadline: float) -> Any:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ModelError("no time left for another model call", reason="timeout", model=self.model)
-        future = self._pool.submit(self._client.models.generate_content, model=self.model, contents=contents,
-                                   config=self._config(system, tools, left))
-        try:
-            return future.result(timeout=left + _GRACE_S)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            failure = ModelError(f"the model did not answer within {left:.1f} s", reason="timeout", model=self.model)
-        except Exception as exc:  # noqa: BLE001 (every client failure becomes one ModelError)
-            failure = self._error(exc)
-        raise failure  # outside the handler, so the client's exception (which may quote the key) is not chained
-
-    def _error(self, exc: Exception) -> ModelError:
-        from google.genai import errors as genai_errors
-
-        name = type(exc).__name__
-        text = str(self._redact(str(exc)))[:300]
-        if isinstance(exc, genai_errors.APIError):
-            code = int(exc.code or 0)
-            reason = "rate_limited" if code == 429 else "server_error" if code >= 500 else "refused"
-            return ModelError(f"the model service answered {code}: {text}", reason=reason, model=self.model,
-                              code=code)
-        if "timeout" in name.lower() or isinstance(exc, TimeoutError):
-            return ModelError(f"the model call timed out ({name})", reason="timeout", model=self.model)
-        if isinstance(exc, (ValueError, TypeError, KeyError)):  # JSONDecodeError and unparsable payloads
-            return ModelError(f"the model's answer cannot be read: {name}: {text}", reason="malformed",
-                              model=self.model)
-        return ModelError(f"the model call failed: {name}: {text}", reason="server_error", model=self.model)
 
     # --- response -----------------------------------------------------------------------------------------------
 
@@ -196,7 +141,7 @@ class GeminiProvider:
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f"the model's answer cannot be read: {type(exc).__name__}", reason="malformed",
                              model=self.model) from None
-        raw = self._redact(raw)
+        raw = scrub(raw)
         candidates = response.candidates or []
         if not candidates:
             block = getattr(response.prompt_feedback, "block_reason", None)
@@ -211,7 +156,7 @@ class GeminiProvider:
                 raise ModelError(f"the model refused to answer ({finish})", reason="refused", model=self.model)
             raise ModelError(f"the model's answer is empty (finish reason {finish or 'none'})", reason="malformed",
                              model=self.model)
-        texts = [self._redact(p.text) for p in parts if p.text and not p.thought]  # a key echoed back
+        texts = [scrub(p.text) for p in parts if p.text and not p.thought]  # a key echoed back
         calls = tuple(self._call(p.function_call, p.thought_signature) for p in parts if p.function_call is not None)
         return ModelTurn(text="".join(texts) if texts else None, calls=calls,
                          usage=self._usage(response.usage_metadata), raw=raw)
@@ -219,7 +164,7 @@ class GeminiProvider:
     def _call(self, fc: Any, signature: bytes | None) -> Call:
         if not fc.name:
             raise ModelError("the model called a function without a name", reason="malformed", model=self.model)
-        args = self._redact(dict(fc.args)) if fc.args is not None else {}
+        args = scrub(dict(fc.args)) if fc.args is not None else {}
         try:
             json.dumps(args)
         except (TypeError, ValueError):

@@ -34,11 +34,12 @@ Blockers are criteria with a `reason`: when one holds the goal cannot be met, an
 Budget: model turns, tool calls, wall seconds and tokens (defaults in ``Budget``); a subgoal's spending counts
 against its parent's budget too. Subgoals nest at most two levels below a top goal (``MAX_SUBGOAL_DEPTH``).
 
-Free-text goals (``free_text: true``) are the only goals whose `success` may be empty. Only the harness says
-"done": a model's ``final`` for a free-text goal must name the criteria it claims (the same Criterion shape);
-``claimed_criteria`` checks them against the graph, and the goal is met only when at least one claimed criterion is
-given and every claimed and declared criterion holds by observation. A final that names nothing observable is never
-a success. Everything else a goal file names is checked against the graph at load time, with file:line:col.
+Success criteria come from the user only: this file, or the command line (``python -m engine agent PAGE``,
+``TASK``, or free text with ``--until``). The model never writes them: its ``final`` is a claim that the harness
+checks against these criteria by looking at the screen. Free-text goals (``free_text: true``: only a model can plan
+them) are the only goals whose `success` may be empty; such a goal has nothing the engine can check, so its
+episode ends ``unverified`` (never ok, no skill saved) whatever the model says. Everything a goal file names is
+checked against the graph at load time, with file:line:col.
 """
 
 from __future__ import annotations
@@ -190,9 +191,16 @@ def goals_json_schema() -> dict[str, Any]:
             "title": "Goal file (engine.agent.goals.GoalFile)", **body}
 
 
-def free_text_goal(text: str, budget: Budget | None = None) -> Goal:
-    """A goal typed on the command line: free text, judged by the criteria its model's final claims."""
-    return Goal(name="free_text", description=text, free_text=True, budget=budget or Budget())
+def free_text_goal(text: str, budget: Budget | None = None, success: list[Criterion] | None = None) -> Goal:
+    """A goal typed on the command line: free text, judged by the `success` criteria the user gave (none: the
+    episode can only end unverified)."""
+    return Goal(name="free_text", description=text, free_text=True, budget=budget or Budget(),
+                success=list(success or []))
+
+
+def check_criteria(criteria: list[Criterion], graph: Any, task_names: set[str]) -> list[str]:
+    """What is wrong with criteria the user typed (names the graph or the task book lacks), one message each."""
+    return [message for _, message in _check_names(criteria, (), graph, task_names)]
 
 
 def goal_files(path: str | Path) -> list[Path]:
@@ -210,7 +218,7 @@ def read_goals(
     `task_names` (default: the tasks*.yaml beside the first file).
     """
     if graph is not None and task_names is None and files:
-        task_names = _task_names(files[0].parent, graph)
+        task_names = task_names_beside(files[0].parent, graph)
     goals: list[Goal] = []
     problems: list[Problem] = []
     first: dict[str, str] = {}
@@ -246,29 +254,6 @@ def load_goals(path: str | Path, graph: Any, *, task_names: set[str] | None = No
     book = GoalBook(goals)
     logger.debug("loaded %d goal(s) from %s", len(book.names()), path)
     return book
-
-
-def claimed_criteria(
-    raw: Any, graph: Any, *, task_names: set[str] = frozenset()
-) -> tuple[list[Criterion], list[str]]:
-    """The criteria a model's ``final`` claims (a list of Criterion mappings) and what is wrong with them.
-
-    The goal is judged on these only when the list is not empty and there are no errors; the errors are fed back
-    to the model as they are.
-    """
-    if not isinstance(raw, list) or not raw:
-        return [], ["name at least one observable criterion (page, popup_absent, no_popup, field or task)"]
-    criteria: list[Criterion] = []
-    errors: list[str] = []
-    for i, item in enumerate(raw):
-        try:
-            criterion = Criterion.model_validate(item)
-        except ValidationError as exc:
-            errors.extend(f"criterion {i}: {e['msg']}" for e in exc.errors(include_url=False))
-            continue
-        errors.extend(f"criterion {i}: {message}" for _, message in _check_names([criterion], (), graph, task_names))
-        criteria.append(criterion)
-    return criteria, errors
 
 
 def evaluate(
@@ -338,11 +323,12 @@ def _shape(goal: Goal, depth: int) -> list[tuple[tuple, str]]:
                                       f"level {depth + 1}: move {goal.subgoals[0].name!r} up a level")))
     if not goal.success and not goal.free_text:
         found.append((("success",), ("success is empty: name at least one observable criterion, or mark the "
-                                     "goal free_text: true (its model's final must then claim criteria)")))
+                                     "goal free_text: true (it can then only end unverified)")))
     return found
 
 
-def _task_names(folder: Path, graph: Any) -> set[str]:
+def task_names_beside(folder: Path, graph: Any) -> set[str]:
+    """The names of the tasks in `folder`'s tasks*.yaml (what a ``task:`` criterion may name)."""
     from engine.tasks import read_tasks, task_files
 
     # The tasks' own problems are reported by their loader; here only their names matter.

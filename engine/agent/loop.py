@@ -13,13 +13,18 @@ An episode runs in three phases:
    call passes the anti-repeat guard and runs through ``Tools`` (the same bounded eight every face uses); its
    result, with the screen after it, becomes a percept for the next turn.
 
-Only the harness says "done": after a tool whose result shows the declared criteria, and after every ``final``,
-the loop looks at the screen itself and checks every criterion (engine.agent.goals.evaluate). A ``final`` that
-does not hold is told so and the episode goes on; when the budget ends right after one, the stop reason is
-``false_claim``. It is never a success.
+Only the harness says "done", and only against the user's criteria: after a tool whose result shows them, and
+after every ``final``, the loop looks at the screen itself and checks every criterion (engine.agent.goals.evaluate).
+A ``final`` that does not hold is told so and the episode goes on; when the budget ends right after one, the stop
+reason is ``false_claim``. A ``final`` for a goal the user gave no criteria ends the episode ``unverified``. Neither
+is ever a success. Unusable answers (prose, an invented tool, bad arguments, an unreadable or oversized answer)
+are fed back and counted; the agent policy's ``invalid_answers`` in a row end the episode. A service error no
+turn can fix (bad request, bad key, model gone) ends it at once, with the service's message and a hint.
 
-Every stop (STOP_REASONS) writes a checkpoint (engine.agent.checkpoint), appends a summary to the episodic
-memory, and, when the goal was verified, saves the calls that reached it as a skill (engine.agent.skills).
+The goal's wall budget bounds everything (engine.agent.budget): model calls get the seconds left as their whole
+deadline, tools and looks a cancel Event that the budget sets. Every stop (STOP_REASONS) writes a checkpoint
+(engine.agent.checkpoint), appends a summary to the episodic memory, and, when the goal was verified, saves the
+calls that reached it as a skill (engine.agent.skills).
 """
 
 from __future__ import annotations
@@ -33,33 +38,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.agent import budget as budgets
 from engine.agent import prompt as prompts
+from engine.agent.budget import STOP_REASONS, BudgetEvent, Stop  # noqa: F401 - STOP_REASONS re-exported
 from engine.agent.checkpoint import EpisodeState, save_checkpoint
-from engine.agent.goals import Criterion, Goal, all_held, claimed_criteria, describe_criterion
+from engine.agent.goals import Criterion, Goal, all_held, describe_criterion
 from engine.agent.memory import (EpisodicMemory, Percept, WorkingMemory, estimate_tokens,
                                  harness_note, observation_percept, parser_error, percept_from_result, warning)
 from engine.agent.models import Message, ModelTurn, Provider
+from engine.agent.outcome import episode_result, save_skill
 from engine.agent.parse import Action, parse_turn
 from engine.agent.repeat import RepeatGuard
 from engine.agent.verify import Harness, Look
-from engine.errors import EngineError, ModelError
+from engine.errors import ModelError
+from engine.llm.images import decode_png, model_image
 from engine.policies import RepeatLimits
-from engine.results import ToolResult, make_result
+from engine.results import ToolResult
 
 log = logging.getLogger(__name__)
 
-STOP_REASONS = ("goal_met", "blocked", "false_claim", "budget_turns", "budget_tools", "budget_time",
-                "budget_tokens", "repeat", "model_error", "cancelled")
-FED_BACK_MODEL_ERRORS = ("malformed", "refused")
+FED_BACK_MODEL_ERRORS = ("malformed", "refused", "oversized")
 """Model failures that become a parser-error percept (the next turn may do better); the rest stop the episode."""
-
-
-class Stop(Exception):
-    """Ends an episode with a stop reason (internal to the loop)."""
-
-    def __init__(self, reason: str, text: str, **data: Any) -> None:
-        super().__init__(text)
-        self.reason, self.text, self.data = reason, text, data
+INVALID_ANSWERS = 3
+"""Unusable answers in a row that end an episode when the agent policy does not say."""
 
 
 @dataclass
@@ -67,12 +68,13 @@ class AgentConfig:
     """How episodes run beyond the goal's own budget.
 
     Attributes:
-        max_turns: caps the goal's turn budget (the CLI's --max-turns).
+        max_turns, max_seconds: cap the goal's turn and wall budgets (the CLI's --max-turns, --max-seconds).
         memory_percepts: percepts per prompt; episodes: earlier episode summaries per prompt.
         on_event: called with (kind, dict) at each turn, call, verification and stop (CLI progress).
     """
 
     max_turns: int | None = None
+    max_seconds: float | None = None
     memory_percepts: int = 8
     episodes: int = 5
     on_event: Callable[[str, dict[str, Any]], None] | None = None
@@ -99,6 +101,7 @@ class Agent:
         self.harness = Harness(tools)
         policy = tools.policies.get("agent") if tools.policies is not None else None
         self.repeat_limits = policy.repeat if policy is not None and policy.repeat else None
+        self.invalid_answers = (policy.invalid_answers if policy is not None else None) or INVALID_ANSWERS
         self.model_timeout = float(tools.policies.get("model").timeout) if tools.policies is not None else 60.0
         self.turn_overheads_ms: list[float] = []
         """The loop's own time of each model turn, model and tools excluded (for the benchmark)."""
@@ -123,6 +126,9 @@ class _Episode:
         self.budget = goal.budget
         if agent.config.max_turns is not None:
             self.budget = self.budget.model_copy(update={"turns": agent.config.max_turns})
+        if agent.config.max_seconds is not None:
+            seconds = min(self.budget.seconds, state.spend.seconds + agent.config.max_seconds)
+            self.budget = self.budget.model_copy(update={"seconds": seconds})
         self.memory = WorkingMemory(capacity=max(12, agent.config.memory_percepts))
         self.memory.extend(Percept(**p) for p in state.percepts)
         self.repeats = RepeatGuard(agent.repeat_limits or RepeatLimits())
@@ -130,11 +136,12 @@ class _Episode:
         self.tasks = list(self.tools.tasks.names()) if self.tools.tasks is not None else []
         pages = [p for p in self.graph.page_names if p != self.graph.unknown_page]
         self.decls = {d.name: d for d in prompts.tool_declarations(pages, self.tasks)}
-        self.system = prompts.system_prompt(self.graph.game)
+        self.system = prompts.system_prompt(self.graph)
         self.look: Look | None = None
-        self.claimed: list[Criterion] = []
         self.now = "not looked yet"  # the newest screen seen (a look or a tool's observation): always in the prompt
-        self.screen: bytes | None = None  # a screen nothing named, handed to the model with the next prompt
+        self.screen: tuple[Any, str] | None = None  # (ModelImage, why) handed to the model with the next prompt
+        self.calls_cancel = BudgetEvent(agent.cancel, self.started + self._seconds_left(), self.clock)
+        """The cancel Event of every tool call and look: set by a cancel or by the end of the wall budget."""
 
     # ------------------------------------------------------------------------------------------------ flow
 
@@ -199,9 +206,11 @@ class _Episode:
         self._record("agent_parse", turn=spend.turns, action=action.to_dict(), raw=action.raw)
         self._emit("turn", {"turn": spend.turns, "action": action.to_dict()})
         if action.kind == "error":
-            spend.parser_errors += 1
-            self._percept(parser_error(action.error, spend.turns, raw=action.raw))
-        elif action.kind == "final":
+            self._invalid(action.error, raw=action.raw)
+            self._overhead(began, outside)
+            return
+        spend.invalid_in_a_row = 0
+        if action.kind == "final":
             tick = time.perf_counter()
             self._final(action)
             outside += time.perf_counter() - tick
@@ -221,24 +230,32 @@ class _Episode:
                                    self._episodes(), self._budget_left(), self.tasks)
         self._record("agent_request", turn=spend.turns, system=self.system, prompt=user,
                      tools=list(self.decls), chars=len(self.system) + len(user),
-                     image_bytes=len(self.screen) if self.screen else 0)
+                     image_bytes=len(self.screen[0].data) if self.screen else 0)
         timeout = min(self.agent.model_timeout, self._seconds_left())
         tick = time.perf_counter()
+        image, self.screen = self.screen, None
         try:
             spend.model_calls += 1
-            message = Message("user", user + (prompts.UNKNOWN_SCREEN if self.screen else ""), image=self.screen)
-            self.screen = None
+            note = prompts.screen_image_note(image[0], image[1]) if image else ""
+            message = Message("user", user + note, image=image[0].data if image else None,
+                              image_type=image[0].mime_type if image else "image/jpeg")
             turn = self.agent.provider.generate(self.system, [message], list(self.decls.values()), timeout=timeout)
         except ModelError as exc:
             took = time.perf_counter() - tick
-            self._record("agent_response", turn=spend.turns, error={"reason": exc.reason, "message": exc.message})
+            self._record("agent_response", turn=spend.turns, error={"reason": exc.reason, "message": exc.message,
+                                                                     **exc.context})
             spend.tokens += estimate_tokens(self.system + user)
             if exc.reason in FED_BACK_MODEL_ERRORS:
-                spend.parser_errors += 1
-                self._percept(parser_error(f"the model's answer was unusable ({exc.reason}): {exc.message}",
-                                           spend.turns))
+                self._invalid(f"the model's answer was unusable ({exc.reason}): {exc.message}")
                 return None, took
-            raise Stop("model_error", f"the model failed: {exc.message}", model_error=exc.reason) from None
+            if exc.reason == "timeout" and self._seconds_left() <= 0:
+                raise Stop("budget_time", f"the budget of {self.budget.seconds:g} s ran out during a model call",
+                           model_error="timeout") from None
+            context = {k: exc.context[k] for k in ("code", "service_status", "service_message", "hint", "model")
+                       if k in exc.context}
+            hint = f"; {context['hint']}" if "hint" in context else ""
+            raise Stop("model_error", f"the model failed: {exc.message}{hint}", model_error=exc.reason,
+                       **context) from None
         took = time.perf_counter() - tick
         used = turn.usage.total or estimate_tokens(self.system + user) + estimate_tokens(turn.text or "")
         spend.tokens += used
@@ -262,21 +279,17 @@ class _Episode:
         self._check_budget(model=False)
         result = self._execute(action.name, action.arguments)
         self.repeats.record(action.name, action.arguments, result.status)
-        if not self.goal.free_text and self._may_hold(result):
+        if self._may_hold(result):
             self._look_and_judge(self.goal.success)
 
     def _final(self, action: Action) -> None:
+        """The model claims the goal is reached: the harness looks and checks the user's criteria."""
         turn = self.state.spend.turns
-        raw = action.arguments.get("criteria")
-        claimed: list[Criterion] = []
-        if raw is not None or self.goal.free_text:
-            claimed, errors = claimed_criteria(raw, self.graph, task_names=set(self.tasks))
-            if errors:
-                self.state.spend.parser_errors += 1
-                self._percept(parser_error("final: " + "; ".join(errors), turn))
-                return
-        self.claimed = claimed
-        look = self._look_and_judge([*self.goal.success, *claimed], final=True)
+        if not self.goal.success:
+            raise Stop("unverified", f"the model says goal {self.goal.name} is reached, but the goal has no criteria "
+                       "the engine can check, so it is not verified (give success criteria in a goals file, or "
+                       "--until on the command line)", summary=str(action.arguments.get("summary") or ""))
+        look = self._look_and_judge(self.goal.success, final=True)
         self.state.spend.false_claims += 1
         self.state.last_claim_false = True
         failed = [r.detail for r in look.results if not r.held]
@@ -286,7 +299,7 @@ class _Episode:
         """Run one tool through Tools; its result becomes a percept and a call of the episode."""
         spend = self.state.spend
         spend.tool_calls += 1
-        result = self.tools.call(name, arguments, cancel=self.agent.cancel)
+        result = self.tools.call(name, arguments, cancel=self.calls_cancel)
         ok = bool(result.ok)
         self.state.calls.append({"tool": name, "arguments": arguments, "ok": ok, "status": result.status,
                                  "turn": spend.turns})
@@ -298,13 +311,17 @@ class _Episode:
         self._emit("call", {"turn": spend.turns, "tool": name, "arguments": arguments, "status": result.status})
         self._percept(percept_from_result(result, spend.turns, arguments=arguments))
         seen = result.data.get("observation")
-        if isinstance(seen, dict):
+        if name == "adb_screenshot" and result.png:
+            self._show(decode_png(result.png), " (your adb_screenshot)")
+        elif isinstance(seen, dict):
             self.now = prompts.screen_words(seen.get("page"), seen.get("popups") or ())
             self._hand_over_unknown(seen)
         elif result.status == "unknown_screen":
             self._hand_over_unknown({"page": None})
-        if result.status == "cancelled" or self.agent.cancel.is_set():
+        if self.agent.cancel.is_set():
             raise Stop("cancelled", "cancelled while a tool ran")
+        if self.calls_cancel.expired:
+            raise Stop("budget_time", f"the budget of {self.budget.seconds:g} s ran out while {name} ran")
         return result
 
     # ------------------------------------------------------------------------------------------------ judging
@@ -318,7 +335,7 @@ class _Episode:
     def _look_and_judge(self, criteria: list[Criterion], *, final: bool = False) -> Look:
         """Look at the screen; stop on a blocker (blocked) or on criteria that all hold (goal_met)."""
         self.state.spend.looks += 1
-        look = self.harness.look(criteria, self.goal.blockers, self.state.tasks, cancel=self.agent.cancel)
+        look = self.harness.look(criteria, self.goal.blockers, self.state.tasks, cancel=self.calls_cancel)
         self.look = look
         if look.observation is not None:
             self.now = prompts.screen_words(look.page, look.popups)
@@ -337,25 +354,30 @@ class _Episode:
     def _hand_over_unknown(self, seen: dict[str, Any]) -> None:
         """A screen no page or popup matched goes to the model as an image with the next prompt."""
         if seen.get("page") is None and not seen.get("popups") and not seen.get("loading"):
-            self.screen = self.harness.snapshot(cancel=self.agent.cancel)
+            image = self.harness.snapshot(cancel=self.calls_cancel)
+            if image is not None:
+                self.screen = (image, ": it matched no page or popup of the graph; decide from it what to tap")
+
+    def _show(self, frame: Any, why: str) -> None:
+        """Hand `frame` to the model with the next prompt, downscaled and bounded (engine.llm.images)."""
+        try:
+            self.screen = (model_image(frame), why) if frame is not None else None
+        except ValueError as exc:
+            log.warning("the screenshot cannot be shown to the model: %s", exc)
+
+    def _invalid(self, error: str, raw: str = "") -> None:
+        """An unusable answer: fed back as a parser-error percept, and counted; too many in a row end it."""
+        spend = self.state.spend
+        spend.parser_errors += 1
+        spend.invalid_in_a_row += 1
+        self._percept(parser_error(error, spend.turns, raw=raw))
+        if spend.invalid_in_a_row >= self.agent.invalid_answers:
+            raise Stop("invalid_answers", f"the model gave {spend.invalid_in_a_row} unusable answers in a row "
+                       f"(the last: {error[:200]})")
 
     def _check_budget(self, *, model: bool) -> None:
-        spend, budget = self.state.spend, self.budget
-        if self.agent.cancel.is_set():
-            raise Stop("cancelled", "cancelled")
-        if self._seconds_left() <= 0:
-            self._budget_stop("budget_time", f"{budget.seconds:g} s")
-        if not model and spend.tool_calls >= budget.tool_calls:
-            self._budget_stop("budget_tools", f"{budget.tool_calls} tool calls")
-        if model and spend.turns >= budget.turns:
-            self._budget_stop("budget_turns", f"{budget.turns} turns")
-        if model and spend.tokens >= budget.tokens:
-            self._budget_stop("budget_tokens", f"{budget.tokens} tokens")
-
-    def _budget_stop(self, reason: str, what: str) -> None:
-        if self.state.last_claim_false:
-            raise Stop("false_claim", f"the budget ({what}) ran out after a final that did not hold")
-        raise Stop(reason, f"the budget of {what} ran out")
+        budgets.check(self.state.spend, self.budget, self._seconds_left(), model=model, cancel=self.agent.cancel,
+                      after_false_claim=self.state.last_claim_false)
 
     # ------------------------------------------------------------------------------------------------ the end
 
@@ -367,41 +389,14 @@ class _Episode:
         state.percepts = [p.to_dict() for p in self.memory.percepts()]
         state.repeats = self.repeats.entries()
         checkpoint = str(save_checkpoint(self.folder, state)) if self.folder is not None else None
-        skill = self._save_skill() if state.verified else None
+        skill = save_skill(self.agent.skills, self.tools, self.goal, state)
+        if skill is not None:
+            self._record("agent_skill", name=skill)
         self._remember(stop)
-        look = self.look
-        data = {"goal": self.goal.name, "verified": state.verified, "stop_reason": stop.reason,
-                "turns": spend.turns, "tool_calls": spend.tool_calls, "model_calls": spend.model_calls,
-                "tokens": spend.tokens, "deterministic_calls": spend.deterministic_calls,
-                "parser_errors": spend.parser_errors, "false_claims": spend.false_claims, "looks": spend.looks,
-                "seconds": round(spend.seconds, 3), "episode": state.episode, "checkpoint": checkpoint,
-                "skill": skill, "calls": state.calls,
-                "criteria": [{"criterion": describe_criterion(r.criterion), "held": r.held, "detail": r.detail}
-                             for r in (look.results if look else [])], **stop.data}
-        counts = (f" ({spend.turns} turns, {spend.tool_calls} tool calls, {spend.model_calls} model calls, "
-                  f"{spend.tokens} tokens)")
-        result = make_result("agent", ok=state.verified, status=stop.reason, text=stop.text + counts,
-                             target=self.goal.name, elapsed_ms=spend.seconds * 1000.0,
-                             observation=look.observation if look else None, tool_success=True,
-                             state_verification="verified" if state.verified else "not_verified", extra=data)
+        result = episode_result(self.goal, state, stop, self.look, checkpoint, skill)
         self._record("agent_stop", result=result.to_dict())
-        self._emit("stop", data)
+        self._emit("stop", result.data)
         return result
-
-    def _save_skill(self) -> str | None:
-        if self.agent.skills is None:
-            return None
-        from engine.agent.skills import save_verified_skill, skill_name
-
-        try:
-            name = save_verified_skill(self.agent.skills, self.tools, self.goal, self.state, self.claimed,
-                                       name=skill_name(self.goal))
-        except (ValueError, OSError, EngineError) as exc:
-            log.warning("the skill of goal %s was not saved: %s", self.goal.name, exc)
-            return None
-        if name is not None:
-            self._record("agent_skill", name=name)
-        return name
 
     def _remember(self, stop: Stop) -> None:
         if self.agent.memory is not None:
@@ -422,9 +417,7 @@ class _Episode:
         return memory.render(self.agent.config.episodes) if memory is not None else ""
 
     def _budget_left(self) -> str:
-        spend, budget = self.state.spend, self.budget
-        return (f"this is turn {spend.turns} of {budget.turns}; {budget.tool_calls - spend.tool_calls} tool calls, "
-                f"{self._seconds_left():.0f} s, {budget.tokens - spend.tokens} tokens")
+        return budgets.left_words(self.state.spend, self.budget, self._seconds_left())
 
     def _seconds_left(self) -> float:
         return self.budget.seconds - self.state.spend.seconds - (self.clock() - self.started)

@@ -32,8 +32,10 @@ from engine.errors import ModelError
 
 log = logging.getLogger(__name__)
 
-REASONS = ("not_configured", "timeout", "rate_limited", "server_error", "malformed", "exhausted", "refused")
-"""Every ``ModelError.reason`` a provider raises."""
+REASONS = ("not_configured", "timeout", "rate_limited", "server_error", "unavailable", "server_timeout",
+           "bad_request", "unauthenticated", "permission_denied", "not_found", "oversized", "malformed", "exhausted",
+           "refused")
+"""Every ``ModelError.reason`` a provider raises (the service's codes as engine.llm.errors names them)."""
 
 Role = Literal["user", "model", "tool"]
 
@@ -84,7 +86,8 @@ class Message:
     calls: tuple[Call, ...] = ()
     results: tuple[CallResult, ...] = ()
     image: bytes | None = None
-    """A PNG the model should see with the text (the screen the engine could not recognise)."""
+    """An image the model should see with the text (the screen now: engine.llm.images.model_image)."""
+    image_type: str = "image/jpeg"
 
 
 @dataclass(frozen=True)

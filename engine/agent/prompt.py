@@ -1,13 +1,18 @@
-"""What the model sees each turn: the tool declarations and one prompt built from the episode's state.
+"""What the model sees each turn: the tool declarations, a system prompt built from the loaded graph, and one
+prompt built from the episode's state.
 
-The loop is stateless towards the model: every turn is one fresh request whose single user message carries the
-goal and its status, the working memory (the last percepts, most urgent first), the episodic memory of the graph
-and the budget left. Nothing else of the conversation is sent, so a prompt stays bounded however long the episode
-runs, and a resumed episode sends exactly what an uninterrupted one would have.
+The system prompt carries the game's map as the graph declares it: the frame size the tap and swipe coordinates
+are in, and every page with its description, the pages its links lead to and the text fields it shows (cut at
+MAX_GRAPH_CHARS, with a note). The loop is stateless towards the model: every turn is one fresh request whose
+single user message carries the goal and its status, the working memory (the last percepts, most urgent first),
+the episodic memory of the graph and the budget left, and, when there is one, the screen as an image. Nothing else
+of the conversation is sent, so a prompt stays bounded however long the episode runs, and a resumed episode sends
+exactly what an uninterrupted one would have.
 
-The model answers with exactly one function call: one of the eight engine tools, ``final`` (the goal is reached:
-the harness checks that by looking) or ``blocked`` (it cannot be reached, with reasons). Names, pages and tasks
-come from the loaded graph; nothing here knows a game.
+The model answers with exactly one function call (the request forces it): one of the eight engine tools, ``final``
+(a claim that the goal is reached, which the harness checks against the user's criteria by looking) or ``blocked``
+(it cannot be reached, with reasons). The model never writes success criteria. Names, pages and tasks come from the
+loaded graph; nothing here knows a game.
 """
 
 from __future__ import annotations
@@ -21,36 +26,24 @@ from engine.tools import SPECS
 
 FINAL = "final"
 BLOCKED = "blocked"
+MAX_GRAPH_CHARS = 6000
+"""The most the graph's description may take in the system prompt."""
 
 _INT = {"type": "integer"}
-_CRITERION = {
-    "type": "object",
-    "description": "One observable fact: exactly one of page, popup_absent, no_popup, field or task.",
-    "properties": {
-        "page": {"type": "string"},
-        "popup_absent": {"type": "string"},
-        "no_popup": {"type": "boolean"},
-        "task": {"type": "string"},
-        "field": {"type": "object", "properties": {
-            "name": {"type": "string"}, "op": {"type": "string", "enum": ["eq", "ne", "lt", "le", "gt", "ge",
-                                                                         "matches"]},
-            "value": {"type": ["string", "number"]}, "part": {"type": "string", "enum": ["current", "total"]}},
-            "required": ["name", "op", "value"]},
-    },
-}
 
 SYSTEM = """You drive the game {game} on an Android device through verified tools. Each turn you get the goal, \
 what the harness has observed so far (most urgent first) and the budget left. Answer with exactly one function \
 call and nothing else.
 - Prefer alas_goto (navigates and verifies) and alas_run (runs a task and verifies it) over raw taps and swipes.
-- When the goal is reached, call final; the harness checks the goal's criteria by looking at the screen, and a \
-claim that does not hold is refused. For a goal without declared criteria, final must name the observable \
-criteria that show it is reached.
+- When the goal is reached, call final. The harness then checks the goal's criteria by looking at the screen; a \
+claim that does not hold is refused, and a goal without criteria can never be verified.
 - When the goal cannot be reached, call blocked with the reasons.
-- Never repeat a call that did not work; a call repeated too often is refused, then ends the episode."""
+- Never repeat a call that did not work; a call repeated too often is refused, then ends the episode.
 
-UNKNOWN_SCREEN = ("\n\nThe attached image is the screen now: it matched no page or popup of the graph. Decide "
-                  "from it what to tap (adb_tap x y in screen pixels) or where to go.")
+{graph}"""
+
+SCREEN_IMAGE = ("\n\nThe attached image is the screen now{why}, {width}x{height} pixels (the screen is {frame_w}x"
+                "{frame_h}; adb_tap and adb_swipe take screen pixels: divide image pixels by {scale:g}).")
 
 
 def tool_declarations(pages: Sequence[str], tasks: Sequence[str]) -> list[ToolDecl]:
@@ -73,27 +66,53 @@ def tool_declarations(pages: Sequence[str], tasks: Sequence[str]) -> list[ToolDe
         if name in required:
             schema["required"] = required[name]
         decls.append(ToolDecl(name, spec.summary, schema))
-    decls.append(ToolDecl(FINAL, "The goal is reached: the harness verifies it by looking at the screen.", {
+    decls.append(ToolDecl(FINAL, "Claim the goal is reached: the harness checks the goal's criteria by looking.", {
         "type": "object", "additionalProperties": False,
-        "properties": {"summary": {"type": "string"},
-                       "criteria": {"type": "array", "items": _CRITERION,
-                                    "description": "What shows the goal is reached (required for a goal without "
-                                                   "declared criteria)."}}}))
+        "properties": {"summary": {"type": "string", "description": "What you see that reaches the goal."}}}))
     decls.append(ToolDecl(BLOCKED, "The goal cannot be reached: stop and say why.", {
         "type": "object", "additionalProperties": False, "required": ["reasons"],
         "properties": {"reasons": {"type": "array", "items": {"type": "string"}, "minItems": 1}}}))
     return decls
 
 
-def system_prompt(game: str) -> str:
-    return SYSTEM.format(game=game)
+def system_prompt(graph: Any) -> str:
+    """The system prompt for `graph`: the rules, the frame size, and the pages with their links and fields."""
+    return SYSTEM.format(game=graph.game, graph=graph_lines(graph))
+
+
+def graph_lines(graph: Any, limit: int = MAX_GRAPH_CHARS) -> str:
+    """The graph as the model reads it: the frame size, then one line per page (description, links, fields)."""
+    width, height = graph.resolution
+    lines = [f"SCREEN: {width}x{height} pixels; adb_tap and adb_swipe take these coordinates (x right, y down).",
+             "PAGES (name: description -> the pages its links lead to; text fields it shows):"]
+    pages = [p for p in graph.pages if p.name != graph.unknown_page]
+    used = sum(len(line) + 1 for line in lines)
+    for shown, page in enumerate(pages):
+        line = f"- {page.name}: {' '.join((page.description or '').split()) or '(no description)'}"
+        if page.links:
+            line += " -> " + ", ".join(dict.fromkeys(link.to for link in page.links))
+        if page.fields:
+            line += "; fields: " + ", ".join(f.name + (f" (e.g. {f.sample})" if getattr(f, "sample", None) else "")
+                                            for f in page.fields)
+        if used + len(line) + 1 > limit:
+            lines.append(f"({len(pages) - shown} more pages not listed; alas_goto's page list names them all)")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
+
+
+def screen_image_note(image: Any, why: str = "") -> str:
+    """The words that go with an image of the screen (an engine.llm.images.ModelImage): its size and scale."""
+    return SCREEN_IMAGE.format(why=why, width=image.width, height=image.height, frame_w=image.frame_width,
+                               frame_h=image.frame_height, scale=round(image.scale, 4))
 
 
 def goal_lines(goal: Goal, status: Sequence[tuple[str, bool, str]], subgoals: Sequence[tuple[str, bool]]) -> str:
     """The goal, each criterion with whether it held at the last look, and the subgoals' progress."""
     lines = [f"GOAL {goal.name}: {goal.description.strip()}"]
-    if goal.free_text and not goal.success:
-        lines.append("No criteria are declared: your final must name the criteria that show the goal is reached.")
+    if not goal.success:
+        lines.append("The user gave no criteria the harness can check: a final ends the episode unverified.")
     for text, held, detail in status:
         lines.append(f"- [{'x' if held else ' '}] {text} ({detail})")
     for name, held in subgoals:

@@ -191,18 +191,17 @@ def skill_name(goal: Any) -> str:
     return f"skill.{words or 'free_text'}"
 
 
-def save_verified_skill(store: SkillStore, tools: Any, goal: Any, state: Any, claimed: Iterable[Any] = (), *,
-                        name: str) -> str | None:
+def save_verified_skill(store: SkillStore, tools: Any, goal: Any, state: Any, *, name: str) -> str | None:
     """Save the calls of a verified episode as skill `name` and add it to the running session's book.
 
     `state` is the episode's engine.agent.checkpoint.EpisodeState (its calls and start page); the skill's success
-    conditions are the goal's and the claimed criteria that a task condition can express (page, popup, no_popup).
-    Returns the skill's name, or None when no call succeeded. Shipped tasks' names are never overwritten.
+    conditions are the goal's criteria (the user's) that a task condition can express (page, popup, no_popup).
+    Returns the skill's name, or None when the episode was not verified or no call succeeded. Shipped tasks'
+    names are never overwritten.
     """
-    if not state.verified or not any(c.get("ok") for c in state.calls):
+    if not state.verified or not goal.success or not any(c.get("ok") for c in state.calls):
         return None
-    success = [c.model_dump(include={"page", "popup", "no_popup"}, exclude_none=True)
-               for c in [*goal.success, *claimed]]
+    success = [c.model_dump(include={"page", "popup", "no_popup"}, exclude_none=True) for c in goal.success]
     book = tools.tasks.book if tools.tasks is not None else None
     task = skill_from_calls(name, f"learned: {goal.description.strip()}"[:200], state.calls, book,
                             start_page=state.start_page, success=[s for s in success if s],

@@ -15,6 +15,7 @@ from typing import Any
 from engine.agent.goals import Blocker, Criterion, CriterionResult, Goal, all_held, evaluate
 from engine.bounded import Overrun
 from engine.errors import EngineError
+from engine.llm.images import ModelImage, model_image
 from engine.results import Observation
 
 SETTLE_S = 0.2
@@ -78,22 +79,21 @@ class Harness:
         return bool(checks) and all_held(evaluate(checks, look.observation, read_field=lambda _: None,
                                                   task_outcome=tasks.get))
 
-    def snapshot(self, *, cancel: threading.Event | None = None) -> bytes | None:
-        """The screen as PNG (bounded like a screenshot), to hand a screen the engine cannot name to the model;
-        None when it cannot be taken in time."""
+    def snapshot(self, *, cancel: threading.Event | None = None) -> ModelImage | None:
+        """The screen as the model sees it (engine.llm.images: downscaled, bounded in bytes), taken under the
+        screenshot's bound, to hand a screen the engine cannot name to the model; None when it cannot be taken in
+        time."""
         tools = self.tools
 
-        def shoot(stop: threading.Event, deadline: float) -> bytes | None:
-            from engine.tools import encode_png
-
+        def shoot(stop: threading.Event, deadline: float) -> ModelImage | None:
             try:
-                return encode_png(tools.device.screenshot(allow_black=True))
+                return model_image(tools.device.screenshot(allow_black=True))
             except (EngineError, OSError, ValueError):
                 return None
 
         deadline = tools.clock() + tools.bound("adb_screenshot")
-        png = tools.bounded.run("agent_snapshot", shoot, deadline=deadline, cancel=cancel, exclusive=True)
-        return None if isinstance(png, Overrun) else png
+        image = tools.bounded.run("agent_snapshot", shoot, deadline=deadline, cancel=cancel, exclusive=True)
+        return None if isinstance(image, Overrun) else image
 
     # -- internals
 

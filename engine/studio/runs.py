@@ -20,7 +20,7 @@ import anyio.to_thread
 
 from starlette.responses import StreamingResponse
 
-from engine.transcript import redact
+from engine.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The graph learns (engine.learning, `python -m engine proposals`): a popup the graph does not declare is resolved
-once by the vision model (the REAL google-genai client against tests/conftest.py's FakeGemini), the tap that
+once by the vision model (the REAL google-genai client against tests/gemini_fake.py's FakeGemini), the tap that
 worked becomes a proposal, and once accepted into a copy of the graph the engine dismisses that popup by itself.
 
 The simulator draws from the full graph; the engine's graph is the same minus GET_ITEMS_1, so that popup is a

@@ -2,7 +2,7 @@
 
 The simulator draws the full Azur Lane graph; the session runs on a user's copy of it from which HIDDEN was cut
 (its YAML entry removed), with a user's asset pack and a policy file. The vision model is the REAL google-genai
-client against tests/conftest.py's FakeGemini, reached through the environment as a user would configure it.
+client against tests/gemini_fake.py's FakeGemini, reached through the environment as a user would configure it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An unknown screen that back does not fix is resolved through the vision verifier: the REAL google-genai
-client against a local canned Gemini endpoint (tests/conftest.py FakeGemini). Only a safe answer (a known popup
+client against a local canned Gemini endpoint (tests/gemini_fake.py FakeGemini). Only a safe answer (a known popup
 or page) is acted on."""
 
 from __future__ import annotations

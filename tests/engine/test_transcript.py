@@ -16,16 +16,8 @@ import numpy as np
 import pytest
 
 from engine.results import Evidence, Observation
-from engine.transcript import (
-    REDACTED,
-    Transcript,
-    error_bundle,
-    is_secret_key,
-    load_trace,
-    read_lines,
-    redact,
-    save_trace,
-)
+from engine.redact import REDACTED, is_secret_key, redact
+from engine.transcript import Transcript, error_bundle, load_trace, read_lines, save_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -248,3 +240,15 @@ def test_a_navigator_hop_in_a_trace_gets_its_precondition_and_success_from_sourc
     assert trace["steps"][0]["precondition"] == {"page": "page_main"}
     assert trace["steps"][0]["success"] == {"page": "page_commission"}
     assert "precondition" not in trace["steps"][1]
+
+
+def test_a_runaway_field_is_cut_and_the_line_says_what_was_cut(tmp_path):
+    from engine.transcript import KEPT_HEAD_CHARS, MAX_RECORD_BYTES
+
+    with Transcript(tmp_path / "t.jsonl") as transcript:
+        entry = transcript.record("agent_response", turn=1, raw={"text": "x" * (5 * 1024 * 1024)}, note="small")
+    line = (tmp_path / "t.jsonl").read_text().splitlines()[0]
+    assert len(line.encode()) <= MAX_RECORD_BYTES + 200
+    assert entry["cut"] == {"raw": entry["cut"]["raw"]} and entry["cut"]["raw"] > 5 * 1024 * 1024
+    assert len(entry["raw"]) == KEPT_HEAD_CHARS and entry["note"] == "small" and entry["turn"] == 1
+    assert json.loads(line)["cut"]["raw"] == entry["cut"]["raw"]

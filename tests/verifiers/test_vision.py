@@ -148,3 +148,63 @@ def test_display_names():
     assert display_name("azurlane") == "Azurlane"
     assert display_name("azur_lane") == display_name("azur-lane") == "Azur Lane"
     assert display_name("Azur Lane") == "Azur Lane" and display_name("MyGame") == "MyGame"
+
+
+# ------------------------------------------------------------------------------------------------ the one client
+
+
+def test_vision_and_the_agent_share_one_client_and_one_default_model():
+    from engine.agent.gemini import GeminiProvider
+    from engine.llm import GeminiClient
+    from engine.policies import load_policies
+
+    vision = VisionClient.from_env({"GEMINI_API_KEY": KEY})
+    agent = GeminiProvider.from_env({"GEMINI_API_KEY": KEY})
+    try:
+        assert isinstance(vision._client, GeminiClient) and isinstance(agent._client, GeminiClient)
+        assert vision.model == agent.model == load_policies().get("model").model
+    finally:
+        vision.close()
+        agent.close()
+
+
+def test_a_service_error_is_a_vision_error_with_the_hint(server, frame):
+    from tests.gemini_fake import error
+
+    server.answer = None
+    server.script = [error(404, "models/gemini-test is no longer available")]
+    client = _client(server.url)
+    with pytest.raises(VisionError) as info:
+        client.classify(frame, PAGES, POPUPS)
+    assert info.value.reason == "call_failed" and "no longer available" in str(info.value)
+    assert info.value.context["model_error"] == "not_found" and "ENGINE_AGENT_MODEL" in info.value.context["hint"]
+    assert len(server.calls) == 1  # vision never retries by itself
+
+
+def test_a_trickled_vision_answer_ends_at_the_deadline(server, frame):
+    from tests.gemini_fake import Reply, answer
+
+    server.answer = None
+    server.script = [Reply(body=answer([{"text": json.dumps(_answer())}]), trickle=0.5)]
+    client = _client(server.url, timeout_s=1.0)
+    start = time.monotonic()
+    with pytest.raises(VisionError) as info:
+        client.classify(frame, PAGES, POPUPS)
+    assert info.value.reason == "timeout" and time.monotonic() - start < 1.0 + 1.5
+
+
+def test_a_large_frame_is_downscaled_and_its_tap_mapped_back_to_frame_pixels(server):
+    blocks = np.random.default_rng(4).integers(0, 256, (45, 80, 3), dtype=np.uint8)
+    big = np.ascontiguousarray(np.kron(blocks, np.ones((32, 32, 1), np.uint8)))  # 2560x1440, JPEG-friendly
+    server.answer = _answer(page=None, confidence=0.9, tap=[640, 360])  # the image's centre, 1280x720
+    client = _client(server.url)
+    answer = client.classify(big, PAGES, POPUPS)
+    assert answer.tap == (1280, 720)
+    inline = json.loads(server.calls[0][1])["contents"][0]["parts"][0]["inlineData"]
+    import base64
+
+    import cv2
+
+    data = base64.urlsafe_b64decode(inline["data"] + "=" * (-len(inline["data"]) % 4))
+    sent = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert sent.shape[:2] == (720, 1280)

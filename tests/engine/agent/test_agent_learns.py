@@ -1,5 +1,5 @@
 """The agent loop teaches the graph too: on a screen nothing recognises, the tap a model (scripted, through the
-REAL google-genai client against tests/engine/agent/conftest.py's ScriptedGemini) chooses with adb_tap, once the
+REAL google-genai client against tests/gemini_fake.py's FakeGemini) chooses with adb_tap, once the
 next look shows a known page, becomes a proposal (engine.learning), as the vision model's taps do.
 
 The simulator draws the full Azur Lane graph; the engine's graph lacks GET_ITEMS_1, which over page_main hides the
@@ -22,7 +22,7 @@ from engine.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
 from engine.tools import Tools
 from tests.conftest import dismiss_point
-from tests.engine.agent.test_loop import TINY_MODEL_POLICY, call, final
+from tests.engine.agent.test_loop import TINY_MODEL_POLICY, call, final, model_only
 from tests.engine.sim.conftest import FakeClock
 
 HIDDEN = "GET_ITEMS_1"
@@ -43,12 +43,13 @@ def test_the_agents_tap_that_clears_an_unknown_screen_becomes_a_proposal(scripte
         assert tools.alas_goto("page_main").ok
         sim.game.show_popup(HIDDEN)
         scripted_gemini.script = [call("alas_goto", page="page_reward"), call("adb_tap", x=x, y=y),
-                                  call("alas_goto", page="page_reward"), final("page_reward")]
+                                  call("alas_goto", page="page_reward"), final()]
         model = GeminiProvider("agent-learns-key", base_url=scripted_gemini.url, policy=TINY_MODEL_POLICY,
                                sleep=no_wait)
         try:
-            goal = Goal(name="g", description="Reach the rewards.", free_text=True, budget=Budget(turns=6))
-            result = Agent(tools, model).run(goal)
+            goal = Goal(name="g", description="Reach the rewards.", free_text=True, budget=Budget(turns=6),
+                        success=[{"page": "page_reward"}])
+            result = Agent(tools, model).run(goal, state=model_only(goal))
         finally:
             model.close()
             device.close()
