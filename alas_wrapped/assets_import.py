@@ -2,7 +2,7 @@
 
 ALAS keeps each template as a full 1280x720 frame, black outside the button (assets/<server>/<module>/NAME.png,
 .gif for animated ones, NAME.BUTTON.png for a separate click area). The import crops each one to its button,
-keeps every frame of a .gif, records area and click area in index.json (engine.assetpacks.DirectoryAssetPack),
+keeps every frame of a .gif, records area and click area in index.json (engine.config.assetpacks.DirectoryAssetPack),
 and reports the names the checkout does not have: a graph that names an asset nobody can supply is a bug worth
 seeing before the first tap. A server without a file of its own takes the graph's ``fallback_server``'s.
 
@@ -19,9 +19,9 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel
 
-from engine.assetpacks import AlasAssetPack, new_index, save_index, write_template
-from engine.assets import Area
-from engine.schema import AnyOfSignature, Graph, Page, TemplateSignature
+from engine.config.assetpacks import AlasAssetPack, new_index, save_index, write_template
+from engine.config.assets import Area
+from engine.config.schema import AnyOfSignature, Graph, Page, TemplateSignature
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError
-from engine.results import did_you_mean
+from engine.core.errors import ConfigError
+from engine.core.results import did_you_mean
 
 TASK_FILE = Path("module/config/argument/task.yaml")
 ARGS_FILE = Path("module/config/argument/args.json")
@@ -91,8 +91,8 @@ def read_catalog(root: Path, instance: str, lang: str) -> list[AlasTask]:
 
 def read_task_file(root: Path) -> list[tuple[str, str, str, tuple[str, ...]]]:
     """``(menu group, page, task, setting groups)`` for every task of task.yaml, in its order. The file is read as
-    untrusted YAML (engine.yamlsafe: size, nesting and aliases bounded)."""
-    from engine.yamlsafe import parse, read_text
+    untrusted YAML (engine.config.yamlsafe: size, nesting and aliases bounded)."""
+    from engine.config.yamlsafe import parse, read_text
 
     path = root / TASK_FILE
     text, issue = read_text(path)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from alas_wrapped.catalog import DEFAULT_INSTANCE, TASK_FILE, AlasTask, language, read_catalog
-from engine.errors import ConfigError
+from engine.core.errors import ConfigError
 
 PREFIX = "alas:"
 LOGIN_LIKE = re.compile(r"(?i)login|restart|^start$|^goto_?main$")
@@ -107,7 +107,7 @@ class Checkout:
 def worker_env() -> dict[str, str]:
     """Our environment without its secrets (API keys are none of ALAS's business), for whatever runs ALAS's Python;
     rich (ALAS's log) writes lines up to 200 characters wide into a pipe instead of wrapping them at 80."""
-    from engine.redact import is_secret_key
+    from engine.core.redact import is_secret_key
 
     env = {k: v for k, v in os.environ.items() if not is_secret_key(k)}
     env.update(PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8", COLUMNS="200")

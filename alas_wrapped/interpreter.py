@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 from alas_wrapped.driver import marked
-from engine.errors import ConfigError
+from engine.core.errors import ConfigError
 
 NEEDED = (3, 7)
 """The Python ALAS needs when its requirements.txt does not say (its deploy templates: 3.7.6 64bit)."""

@@ -1,6 +1,6 @@
 """alas_run alas:<Task>: a user's own AzurLaneAutoScript task, run by ALAS's interpreter in a killable worker.
 
-The engine lists and runs these through engine.providers (which also verifies the screen afterwards). Here: which
+The engine lists and runs these through engine.tasks.providers (which also verifies the screen afterwards). Here: which
 names are ALAS's, which policy bounds each (``alas:<Task>`` when the policy file has one, else ``alas``), and one run:
 ALAS's Python starts alas_wrapped/driver.py in its own process group, pointed at the engine's device (its serial,
 and its ADB server's port through ANDROID_ADB_SERVER_PORT, which ALAS's ``adb_client`` honours); its output lines
@@ -21,10 +21,10 @@ from alas_wrapped.checkout import LOGIN_LIKE, PREFIX, Checkout, worker_env
 from alas_wrapped.driver import marked
 from alas_wrapped.outcomes import read_outcome
 from alas_wrapped.worker import Worker
-from engine.providers import ExternalRun
+from engine.tasks.providers import ExternalRun
 
 if TYPE_CHECKING:
-    from engine.context import RunContext
+    from engine.core.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class AlasProvider:
 
     @staticmethod
     def _stream(ctx: RunContext, name: str, lines: list[str]) -> None:
-        from engine.redact import redact
+        from engine.core.redact import redact
 
         for line in lines:
             ctx.record("worker_log", task=name, line=line)

@@ -42,7 +42,7 @@ from engine.agent.loop import Agent
 from engine.agent.memory import estimate_tokens
 from engine.agent.prompt import MAX_GRAPH_CHARS
 from engine.agent.models import Call, Message, ModelTurn, ToolDecl, Usage
-from engine.session import open_session
+from engine.runtime.session import open_session
 
 from benchmarks.test_soak import chaos, strongly_connected_targets
 
@@ -171,7 +171,7 @@ def _episode(session, agent: Agent, model: NoisyModel, target: str, free_text: b
 
 
 def run_agent_soak(episodes: int, seed: int = 11, tmp: Path | None = None) -> dict:
-    from engine.loader import load_graph
+    from engine.config.loader import load_graph
 
     graph = load_graph().resolve("en")
     rng = random.Random(seed)

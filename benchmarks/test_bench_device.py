@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from engine.device import AdbDevice
-from engine.schema import Graph
+from engine.config.schema import Graph
 from engine.sim import FakeAdbServer, Scenario, SimGame
 
 MEDIANS: dict[str, float] = {}

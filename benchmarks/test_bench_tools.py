@@ -9,14 +9,14 @@ import threading
 
 import pytest
 
-from engine.tools import Tools
+from engine.runtime.tools import Tools
 
 HEALTH_BESIDE_GOTO_S = 0.100
 
 
 @pytest.fixture(scope="module")
 def tools():
-    from engine.session import open_session
+    from engine.runtime.session import open_session
     from engine.sim.scenario import Scenario
 
     session = open_session(scenario=Scenario(loading_min=0.3, loading_max=0.3), seed=3)

@@ -21,9 +21,9 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.loader import load_graph
-from engine.observe import Observer
-from engine.schema import TemplateSignature
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
+from engine.config.schema import TemplateSignature
 from engine.sim import SimGame, SyntheticAssets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -250,8 +250,8 @@ def _bare_round_trip_ms(port: int, frame: np.ndarray, quality: int, rounds: int 
 PEAK_RSS = """
 import resource, sys
 import cv2
-from engine.loader import load_graph
-from engine.observe import Observer
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
 from engine.sim import SyntheticAssets
 graph = load_graph(server="en")
 observer = Observer(graph, SyntheticAssets(graph))

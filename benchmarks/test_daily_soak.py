@@ -25,8 +25,8 @@ from collections import defaultdict
 import pytest
 
 from benchmarks.test_soak import chaos
-from engine.session import open_session
-from engine.tasks import GotoStep
+from engine.runtime.session import open_session
+from engine.config.tasks import GotoStep
 
 RUNS = int(os.environ.get("DAILY_SOAK_RUNS", "1"))
 
@@ -68,7 +68,7 @@ _GRAPH = []
 
 def _graph():
     if not _GRAPH:
-        from engine.loader import load_graph
+        from engine.config.loader import load_graph
 
         _GRAPH.append(load_graph().resolve())
     return _GRAPH[0]

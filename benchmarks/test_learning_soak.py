@@ -5,7 +5,7 @@ Before some gotos one of them is shown over the page the engine stands on; the f
 google-genai client against tests/gemini_fake.py's FakeGemini) names the tap that closes it, as a model that reads
 the screen would. Where the popup covers the page's signatures the screen is unknown and the recovery ladder asks
 the model; where the page stays recognisable under it, the page swallows the engine's taps and the model is asked
-why (engine.recovery). Each new proposal is accepted once (`python -m engine proposals accept` into a copy of the
+why (engine.navigation.recovery). Each new proposal is accepted once (`python -m engine proposals accept` into a copy of the
 graph) and the engine is reopened on the grown graph. Every goto must end verified on the page the simulator is
 really on, or fail saying so (zero false successes); once a hidden popup has been accepted, no goto on which it
 shows may call the model, and once all are, no goto at all.
@@ -26,15 +26,15 @@ import pytest
 import yaml
 
 from engine.__main__ import main
-from engine.assetpacks import DirectoryAssetPack, LayeredPack
+from engine.config.assetpacks import DirectoryAssetPack, LayeredPack
 from engine.device import open_device
-from engine.learning import LEARNED_PACK, Learner
-from engine.loader import load_graph
-from engine.navigator import Navigator
-from engine.observe import Observer
-from engine.policies import load_policies
+from engine.learning.learner import LEARNED_PACK, Learner
+from engine.config.loader import load_graph
+from engine.navigation.navigator import Navigator
+from engine.observe.observer import Observer
+from engine.config.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
-from engine.tools import Tools
+from engine.runtime.tools import Tools
 from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
 from verifiers.vision import VisionClient

@@ -16,7 +16,7 @@ import signal
 import sys
 from typing import NoReturn
 
-from engine.errors import ConfigError, EngineError
+from engine.core.errors import ConfigError, EngineError
 
 log = logging.getLogger("engine")
 
@@ -40,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
-            module = importlib.import_module(f"engine.commands.{name}")
+            module = importlib.import_module(f"engine.faces.commands.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"engine.commands.{name}":
+            if exc.name != f"engine.faces.commands.{name}":
                 raise
             continue
         module.register(sub)
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     level: int | str = logging.WARNING - 10 * args.verbose
     if os.environ.get("ENGINE_LOG_LEVEL"):
         level = os.environ["ENGINE_LOG_LEVEL"].upper()
-    from engine.redact import RedactingStream
+    from engine.core.redact import RedactingStream
 
     saved = sys.stderr
     sys.stderr = RedactingStream(saved)  # logs, progress and error lines: secrets never reach stderr

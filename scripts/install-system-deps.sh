@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages the test suite needs beyond Python, all from Debian:
 #   adb              the real ADB client that the protocol conformance test drives against the simulator;
-#   chromium,        the headless browser (and its WebDriver) that tests/engine/studio/test_browser.py drives
+#   chromium,        the headless browser (and its WebDriver) that tests/engine/faces/studio/test_browser.py drives
 #   chromium-driver  through selenium;
 #   graphviz         `dot`, which draws the studio's graph view as SVG on the server.
 # Idempotent: installs only what is missing, runs `apt-get update` at most once, and does nothing when all is there.

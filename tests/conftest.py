@@ -55,7 +55,7 @@ def scripted_gemini(fake_gemini):
 @pytest.fixture(scope="session")
 def far_page():
     """``far_page(graph, start)``: the page most hops from `start`, so a goto there takes a while."""
-    from engine.routes import plan_route
+    from engine.navigation.routes import plan_route
 
     def farthest(graph, start: str) -> str:
         best, hops = None, 0
@@ -73,7 +73,7 @@ def far_page():
 
 
 def dismiss_point(graph, popup: str) -> list[int]:
-    """Where `popup`'s first dismissal taps (engine.actuator's tap_point): what a model that reads the screen names."""
-    from engine.actuator import Actuator
+    """Where `popup`'s first dismissal taps (engine.navigation.actuator's tap_point): what a model that reads the screen names."""
+    from engine.navigation.actuator import Actuator
 
     return list(Actuator(None, graph).tap_point(graph.popup(popup).dismiss[0], None))

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from engine.assets import AssetPack
-from engine.errors import MissingAsset
-from engine.results import Evidence
-from engine.schema import Graph, Page, TemplateSignature
+from engine.config.assets import AssetPack
+from engine.core.errors import MissingAsset
+from engine.core.results import Evidence
+from engine.config.schema import Graph, Page, TemplateSignature
 from verifiers.common import clip, field as sig_field, pyramid, signature_name
 
 FLAT_STD = 8.0

@@ -4,11 +4,11 @@ The model is the last resort for frames no template explains. It gets the frame 
 engine.llm.images' size and bytes) and the closed lists of candidate pages and popups and must answer structured
 JSON (page, popup, blocking_element, ocr_text, suggested_action, confidence, tap) under a response schema. An
 answer that is malformed, names a page or popup not in the candidates, suggests an action outside
-engine.results.SUGGESTED_ACTIONS, or is less confident than ``min_confidence`` raises VisionError: callers never
+engine.core.results.SUGGESTED_ACTIONS, or is less confident than ``min_confidence`` raises VisionError: callers never
 act on it. The call goes through the engine's one google-genai client (engine.llm.GeminiClient: one deadline for
 the whole call however the server trickles, a bound on the answer's size, the API's error codes), is never
 retried here (retries belong to the policy), and answers are cached by a hash of the frame in a small LRU. The
-API key never reaches a log, an error or a transcript (engine.redact).
+API key never reaches a log, an error or a transcript (engine.core.redact).
 
 The prompt names the game of the graph in use (``VisionClient(game=graph.game)``), never a fixed one; a ``tap``
 is in frame pixels (mapped back from the image's when the frame was downscaled).
@@ -33,10 +33,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from engine.errors import ModelError, VisionError
+from engine.core.errors import ModelError, VisionError
 from engine.llm import GeminiClient, model_image, model_name
-from engine.policies import load_policies
-from engine.results import SUGGESTED_ACTIONS, Evidence
+from engine.config.policies import load_policies
+from engine.core.results import SUGGESTED_ACTIONS, Evidence
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class VisionAnswer:
     latency_ms: float = 0.0
     cached: bool = False
     tap: tuple[int, int] | None = None
-    """Where to tap to close a blocking element none of the lists names (the graph may learn it: engine.learning)."""
+    """Where to tap to close a blocking element none of the lists names (the graph may learn it: engine.learning.learner)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

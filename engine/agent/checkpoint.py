@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError
+from engine.core.errors import ConfigError
 
 FILE_NAME = "checkpoint.json"
 VERSION = 1

@@ -5,7 +5,7 @@ Tools are declared by their JSON Schema (``parametersJsonSchema``), and every re
 call to a declared tool, never prose. Automatic function calling is off: the model only proposes, the loop
 executes. The call itself goes through engine.llm's GeminiClient (one deadline for the whole call, a bound on the
 response's size, the documented error codes, 429/500/503/504 retried under the ``model`` policy with Retry-After
-honoured); the API key is redacted everywhere (engine.redact).
+honoured); the API key is redacted everywhere (engine.core.redact).
 
 Configuration (``GeminiProvider.from_env``): GEMINI_API_KEY (required), the model (engine.llm.config.model_name:
 ENGINE_AGENT_MODEL, else the ``model`` policy's), ENGINE_AGENT_BASE_URL (optional endpoint; tests point it at a
@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.agent.models import Call, Message, ModelTurn, ToolDecl, Usage
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 from engine.llm import GeminiClient, api_key, model_name
-from engine.policies import Policies, Policy, load_policies
-from engine.redact import scrub
+from engine.config.policies import Policies, Policy, load_policies
+from engine.core.redact import scrub
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ Criterion (exactly one key per criterion):
     no_popup: true       no popup shows at all (every detected popup counts as blocking)
     field: {name, op, value, part}
                          a page's OCR text field (Page.fields; the value its pattern extracts, as
-                         engine.taskrunner's read step does) compared with `value`. op is eq, ne, lt, le, gt, ge or
+                         engine.tasks.runner's read step does) compared with `value`. op is eq, ne, lt, le, gt, ge or
                          matches. lt/le/gt/ge need a number; matches needs a regular expression (searched in the
                          text); eq/ne compare numbers with a number and the stripped text with a string. Counters
                          written ``N/M`` compare by N (``part: current``, the default) or by M (``part: total``).
@@ -54,11 +54,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
-from engine.errors import GraphError
-from engine.results import Observation
-from engine.schema import Model, Name
-from engine.yamlmessages import problems_from_validation_error
-from engine.yamlsrc import Locator, Problem, read_yaml
+from engine.core.errors import GraphError
+from engine.core.results import Observation
+from engine.config.schema import Model, Name
+from engine.config.yamlmessages import problems_from_validation_error
+from engine.config.yamlsrc import Locator, Problem, read_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ def load_goals(path: str | Path, graph: Any, *, task_names: set[str] | None = No
 
     Args:
         path: a goals file or a graph folder.
-        graph: the loaded graph (engine.loader.load_graph) every name is checked against.
+        graph: the loaded graph (engine.config.loader.load_graph) every name is checked against.
         task_names: the tasks a `task:` criterion may name; default: the tasks*.yaml beside the goal files.
 
     Raises:
@@ -329,7 +329,7 @@ def _shape(goal: Goal, depth: int) -> list[tuple[tuple, str]]:
 
 def task_names_beside(folder: Path, graph: Any) -> set[str]:
     """The names of the tasks in `folder`'s tasks*.yaml (what a ``task:`` criterion may name)."""
-    from engine.tasks import read_tasks, task_files
+    from engine.config.tasks import read_tasks, task_files
 
     # The tasks' own problems are reported by their loader; here only their names matter.
     return {t.name for t in read_tasks(task_files(folder), graph)[0]}

@@ -50,10 +50,10 @@ from engine.agent.outcome import episode_result, save_skill
 from engine.agent.parse import Action, parse_turn
 from engine.agent.repeat import RepeatGuard
 from engine.agent.verify import Harness, Look
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 from engine.llm.images import decode_png, model_image
-from engine.policies import RepeatLimits
-from engine.results import ToolResult
+from engine.config.policies import RepeatLimits
+from engine.core.results import ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Agent:
     """Runs goals on one session's tools with one model provider (or none: deterministic goals only).
 
     Args:
-        tools: engine.tools.Tools of an open session (its navigator, observer, tasks and transcript are used).
+        tools: engine.runtime.tools.Tools of an open session (its navigator, observer, tasks and transcript are used).
         provider: the model (engine.agent.models.Provider), or None.
         memory: the graph's episodic memory, or None.
         skills: where verified call sequences are saved (engine.agent.skills.SkillStore), or None.

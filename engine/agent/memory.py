@@ -6,7 +6,7 @@ the prompt most urgent first, bounded in count and in characters. *Episodic memo
 (its path is the caller's choice) with one :class:`EpisodeSummary` per finished episode; the last few are loaded
 into the prompt of the next one. Reading it never trusts the file: a torn last line (a killed process) and garbage
 lines are skipped and logged, and only a bounded tail of a huge file is read. Secrets never reach a percept or
-the file (engine.redact.redact).
+the file (engine.core.redact.redact).
 
 Priorities (higher first): 1 a success, 2 a failure, a parser error or a harness note, 3 a timeout, a device
 fault or an anti-repeat warning.
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.results import Observation, ToolResult, suggested_action
-from engine.redact import redact
+from engine.core.results import Observation, ToolResult, suggested_action
+from engine.core.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from engine.agent.budget import Stop
 from engine.agent.goals import describe_criterion
-from engine.errors import EngineError
-from engine.results import ToolResult, make_result
+from engine.core.errors import EngineError
+from engine.core.results import ToolResult, make_result
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.agent.models import Call, ModelTurn, ToolDecl
-from engine.results import did_you_mean
+from engine.core.results import did_you_mean
 
 MAX_RAW_CHARS = 300
 

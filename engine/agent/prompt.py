@@ -22,7 +22,7 @@ from typing import Any
 
 from engine.agent.goals import Goal, describe_criterion
 from engine.agent.models import ToolDecl
-from engine.tools import SPECS
+from engine.runtime.tools import SPECS
 
 FINAL = "final"
 BLOCKED = "blocked"

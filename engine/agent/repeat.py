@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from engine.policies import RepeatLimits
+from engine.config.policies import RepeatLimits
 
 log = logging.getLogger(__name__)
 

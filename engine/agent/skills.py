@@ -1,6 +1,6 @@
 """Learned skills: the tool calls that reached a verified goal, saved as a task the engine can replay.
 
-A *skill* is an ordinary task (engine.tasks.Task) with an ``origin``. When the agent's loop verifies a goal it
+A *skill* is an ordinary task (engine.config.tasks.Task) with an ``origin``. When the agent's loop verifies a goal it
 hands the episode's calls to :func:`skill_from_calls`, which keeps only what moved the game successfully and
 maps it to task steps: a goto replans on replay instead of repeating taps, a run is inlined (so skills never
 nest), a raw tap or swipe replays its point. :class:`SkillStore` keeps the skills of one game in one YAML file
@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from engine.errors import GraphError
-from engine.tasks import GotoStep, SwipeStep, Task, TaskFile, TapStep, read_tasks
+from engine.core.errors import GraphError
+from engine.config.tasks import GotoStep, SwipeStep, Task, TaskFile, TapStep, read_tasks
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def skill_from_calls(name: str, description: str, calls: Iterable[Mapping[str, A
         name: the skill's task name (lower case, as every task name).
         description: what the skill does, for ``alas_tools``.
         calls: ``{"tool", "arguments", "ok", "status"}`` dicts in the order they were made; only ok ones replay.
-        book: the engine.tasks.TaskBook that ``alas_run`` calls ran from (None: there was none).
+        book: the engine.config.tasks.TaskBook that ``alas_run`` calls ran from (None: there was none).
         start_page: the page the episode started on, if known; it becomes the precondition when the first
             replayed step is a raw tap or swipe (a point only means something on the page it was tapped on).
         success: task conditions (``page``, ``popup``, ``no_popup``) derived from the goal; empty means the page
@@ -125,7 +125,7 @@ class SkillStore:
     """The skills file of one game: load it checked against a graph, save a skill into it atomically.
 
     Args:
-        path: the YAML file (engine.tasks' task file format); it need not exist yet.
+        path: the YAML file (engine.config.tasks' task file format); it need not exist yet.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -147,7 +147,7 @@ class SkillStore:
     def save(self, task: Task, graph: Any, *, reserved: Iterable[str] = ()) -> Path:
         """Write `task` into the file, replacing a skill of the same name or appending; returns the file.
 
-        The new content is checked with engine.tasks.read_tasks against `graph` before it replaces the file, and
+        The new content is checked with engine.config.tasks.read_tasks against `graph` before it replaces the file, and
         the file is replaced atomically (a temporary file and ``os.replace``), so a crash leaves the old file.
 
         Args:

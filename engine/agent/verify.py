@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.agent.goals import Blocker, Criterion, CriterionResult, Goal, all_held, evaluate
-from engine.bounded import Overrun
-from engine.errors import EngineError
+from engine.core.bounded import Overrun
+from engine.core.errors import EngineError
 from engine.llm.images import ModelImage, model_image
-from engine.results import Observation
+from engine.core.results import Observation
 
 SETTLE_S = 0.2
 """Pause between looks while the screen is loading or black."""

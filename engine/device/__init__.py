@@ -12,7 +12,7 @@ from engine.device.adb import AdbDevice, adb_server_address, is_network_serial
 from engine.device.base import KEYCODES, Device, keycode
 from engine.device.faults import classify
 from engine.device.health import Health
-from engine.policies import Policies
+from engine.config.policies import Policies
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def open_device(
 
     Args:
         serial: the device as the ADB server lists it; a host:port serial is ``adb connect``-ed when missing.
-        graph: the engine.schema.Graph to play; its resolution is the frames' size (default 1280x720), and the
+        graph: the engine.config.schema.Graph to play; its resolution is the frames' size (default 1280x720), and the
             simulator plays it when there is no serial.
         policies: retry and time bounds (default: the shipped policies).
         adb_host, adb_port: the ADB server (default: ANDROID_ADB_SERVER_HOST/PORT, else 127.0.0.1:5037).

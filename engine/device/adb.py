@@ -27,7 +27,7 @@ from engine.device.client import BoundedClient
 from engine.device.faults import classify
 from engine.device.health import Health
 from engine.device.touch import CONTROLS, TouchAgent, choose
-from engine.errors import (
+from engine.core.errors import (
     AdbServerDown,
     BadFrame,
     BlackFrame,
@@ -37,7 +37,7 @@ from engine.errors import (
     DeviceOffline,
     DeviceTimeout,
 )
-from engine.policies import Policies, Policy, load_policies
+from engine.config.policies import Policies, Policy, load_policies
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import socket
 
 from adbutils.errors import AdbConnectionError, AdbError, AdbTimeout
 
-from engine.errors import (
+from engine.core.errors import (
     AdbServerDown,
     ConnectionLost,
     DeviceError,

@@ -12,8 +12,8 @@ import struct
 import cv2
 import numpy as np
 
-from engine.errors import BadFrame
-from engine.imageheader import check_image_bytes
+from engine.core.errors import BadFrame
+from engine.core.imageheader import check_image_bytes
 
 # Android PixelFormat values screencap writes: bytes per pixel and how to get BGR.
 _RGBA_8888, _RGBX_8888, _RGB_888, _RGB_565, _BGRA_8888 = 1, 2, 3, 4, 5

@@ -14,7 +14,7 @@ they arrive, refusing it at the bound (ModelError reason ``oversized``).
 Failures are classified by the API's documented codes (engine.llm.errors). With a `policy` (the ``model`` policy),
 429, 500, 503 and 504 are tried again with the policy's backoff, or the wait the service asked for when longer
 (Retry-After), all inside the caller's timeout; everything else raises at once. The API key is registered with
-engine.redact, so it never reaches a log line, an error, a transcript or stdout.
+engine.core.redact, so it never reaches a log line, an error, a transcript or stdout.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 
 import tenacity
 
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 from engine.llm.errors import RETRIED_REASONS, api_failure
-from engine.redact import add_secret, redact_text
+from engine.core.redact import add_secret, redact_text
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class GeminiClient:
             model: the model name.
             contents, config: what google-genai's generate_content takes (config: GenerateContentConfig).
             timeout: the bound of the whole call, retries and waits included.
-            policy: an engine.policies.Policy whose attempts and wait retry the transient codes (None: one try).
+            policy: an engine.config.policies.Policy whose attempts and wait retry the transient codes (None: one try).
             sleep: the pause between tries (tests pass a recorder).
 
         Raises:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from engine.errors import ConfigError
+from engine.core.errors import ConfigError
 
 KEY_ENV = "GEMINI_API_KEY"
 MODEL_ENV = "ENGINE_AGENT_MODEL"
@@ -30,7 +30,7 @@ def model_name(policies: Any, env: Mapping[str, str] | None = None, *, override_
     """The model to ask: `override_env` (then ENGINE_AGENT_MODEL) when set, else the ``model`` policy's model.
 
     Args:
-        policies: engine.policies.Policies in use (the caller's: the shipped ones, or --policies merged in).
+        policies: engine.config.policies.Policies in use (the caller's: the shipped ones, or --policies merged in).
 
     Raises:
         ConfigError: no environment variable is set and the policies name no model.

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import ModelError
-from engine.redact import redact_text
+from engine.core.errors import ModelError
+from engine.core.redact import redact_text
 
 MESSAGE_CHARS = 400
 """How much of the service's message an error keeps."""

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.assets import AssetPack
-from engine.schema import Graph
+from engine.config.assets import AssetPack
+from engine.config.schema import Graph
 from engine.sim.adb_server import FakeAdbServer
 from engine.sim.game import SimGame
 from engine.sim.render import Renderer, SyntheticAssets
@@ -71,12 +71,12 @@ def start_embedded(
     """Build a SimGame and serve it on a free loopback port in this process (daemon threads).
 
     Args:
-        graph: the game to simulate; None loads the shipped default graph (engine.loader.load_graph()).
+        graph: the game to simulate; None loads the shipped default graph (engine.config.loader.load_graph()).
         assets: template pixels to paste; None draws the simulator's synthetic pack.
         state: the page state the game holds (engine.sim.state.state_beside), or None for none.
     """
     if graph is None:
-        from engine.loader import (
+        from engine.config.loader import (
             load_graph,  # the loader is only needed for the shipped default
         )
 

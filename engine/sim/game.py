@@ -19,8 +19,8 @@ from typing import Callable
 
 import numpy as np
 
-from engine.assets import AssetPack
-from engine.schema import (
+from engine.config.assets import AssetPack
+from engine.config.schema import (
     Action,
     Graph,
     KeyAction,

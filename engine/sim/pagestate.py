@@ -9,7 +9,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from engine.schema import Graph
+from engine.config.schema import Graph
 from engine.sim.render import paste
 from engine.sim.state import Condition, Effect, ItemList, StateSpec
 

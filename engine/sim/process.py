@@ -33,7 +33,7 @@ class SharedClock:
 
 
 def _serve(conn: Any, graph_dir: Any, server: str | None, scenario: Any, seed: int, clock: SharedClock | None) -> None:
-    from engine.loader import load_graph
+    from engine.config.loader import load_graph
     from engine.sim import SyntheticAssets, start_embedded
 
     graph = load_graph(graph_dir).resolve(server)

@@ -19,8 +19,8 @@ from typing import Iterable
 import cv2
 import numpy as np
 
-from engine.assets import AssetPack, Template
-from engine.schema import (
+from engine.config.assets import AssetPack, Template
+from engine.config.schema import (
     AnyOfSignature,
     ColorSignature,
     Graph,

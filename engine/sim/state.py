@@ -25,13 +25,13 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine.schema import Graph
+from engine.config.schema import Graph
 
 Area = tuple[int, int, int, int]
 Point = tuple[int, int]
 STATE_FILE = "sim_state.yaml"
 STATE_GLOB = "sim_state*.yaml"
-"""State files inside a graph folder (engine.graphfiles skips them; names are shared across them)."""
+"""State files inside a graph folder (engine.config.graphfiles skips them; names are shared across them)."""
 
 
 class _Model(BaseModel):
@@ -326,8 +326,8 @@ def read_state(files: list[Path], graph: Graph | None = None) -> tuple[StateSpec
 
     Names (counters, lists) are shared across the files; each file is checked against the graph and the merged
     names. Never raises for a bad file (``validate`` lists the problems with the graph's own)."""
-    from engine.yamlmessages import problems_from_validation_error
-    from engine.yamlsrc import read_yaml
+    from engine.config.yamlmessages import problems_from_validation_error
+    from engine.config.yamlsrc import read_yaml
 
     parsed: list[tuple[StateSpec, Any]] = []
     problems: list = []
@@ -360,7 +360,7 @@ def load_state(path: str | Path, graph: Graph | None = None, overrides: dict[str
     Raises:
         YamlError: unreadable YAML, a wrong field or an unknown name; every problem with file:line:col.
     """
-    from engine.errors import YamlError
+    from engine.core.errors import YamlError
 
     spec, problems = read_state(state_files(path), graph)
     if spec is None:
@@ -374,7 +374,7 @@ def state_beside(graph_dir: str | Path | None, graph: Graph) -> StateSpec | None
     Raises:
         YamlError: as ``load_state``.
     """
-    from engine.paths import builtin_graph_dir
+    from engine.core.paths import builtin_graph_dir
 
     folder = Path(graph_dir) if graph_dir is not None else builtin_graph_dir()
     if folder.is_file():

@@ -42,6 +42,6 @@ def test_the_outcome_is_read_most_precise_first(verdict, lines, code, expected):
 
 def test_every_alas_status_suggests_one_of_the_closed_set():
     from alas_wrapped.outcomes import FAILED, STATUSES, UNNAMED
-    from engine.results import SUGGESTED_ACTIONS
+    from engine.core.results import SUGGESTED_ACTIONS
 
     assert {s for _, s in [*STATUSES.values(), UNNAMED, FAILED]} <= set(SUGGESTED_ACTIONS)

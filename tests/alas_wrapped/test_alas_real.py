@@ -56,7 +56,7 @@ def test_the_real_alas_lists_its_tasks_and_runs_reward_against_the_simulator(ala
     from alas_wrapped.checkout import Checkout
     from alas_wrapped.provider import AlasProvider
     from alas_wrapped.worker import group_members
-    from engine.session import open_session
+    from engine.runtime.session import open_session
 
     root, python = alas
     options = ["--alas", str(root), "--alas-python", python, "--alas-config", INSTANCE]

@@ -21,7 +21,7 @@ import pytest
 from alas_wrapped.checkout import Checkout
 from alas_wrapped.provider import AlasProvider, adb_warning
 from alas_wrapped.worker import group_members
-from engine.session import open_session
+from engine.runtime.session import open_session
 from tests.alas_wrapped.conftest import ROOT, plan
 
 SHORT = """policies:

@@ -9,8 +9,8 @@ import pytest
 
 from alas_wrapped.assets_import import asset_names
 from engine.__main__ import main
-from engine.assetpacks import DirectoryAssetPack
-from engine.loader import load_graph
+from engine.config.assetpacks import DirectoryAssetPack
+from engine.config.loader import load_graph
 
 GRAPH_DIR = Path(__file__).resolve().parents[2] / "pages" / "azurlane"
 

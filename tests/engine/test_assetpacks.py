@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.assets import Template
-from engine.assetpacks import (AlasAssetPack, DirectoryAssetPack, load_pack, new_index, nonblack_bbox, save_index,
+from engine.config.assets import Template
+from engine.config.assetpacks import (AlasAssetPack, DirectoryAssetPack, load_pack, new_index, nonblack_bbox, save_index,
                                write_template)
 
 
@@ -45,7 +45,7 @@ def test_alas_pack_falls_back_to_the_fallback_it_is_given(shared_dir):
 
 @pytest.mark.parametrize("server", ["jp", "tw"])
 def test_load_pack_takes_the_graphs_fallback_server(shared_dir, server):
-    from engine.loader import load_graph
+    from engine.config.loader import load_graph
 
     graph = load_graph().resolve(server)
     pack = load_pack(shared_dir / "alas", graph.server, fallback=graph.fallback_server)
@@ -55,7 +55,7 @@ def test_load_pack_takes_the_graphs_fallback_server(shared_dir, server):
 
 
 def test_an_alas_folder_without_the_server_is_a_config_error(shared_dir):
-    from engine.errors import ConfigError
+    from engine.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="no assets for server 'kr'.*cn, en, jp, tw"):
         load_pack(shared_dir / "alas", "kr")
@@ -84,7 +84,7 @@ def test_directory_pack_round_trip(tmp_path):
 
 
 def test_load_pack_recognises_alas_and_needs_a_server(shared_dir):
-    from engine.errors import ConfigError
+    from engine.core.errors import ConfigError
 
     assert isinstance(load_pack(shared_dir / "alas", "cn"), AlasAssetPack)
     with pytest.raises(ConfigError):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.schema import Graph, GraphFile, TapAction, TemplateSignature
+from engine.config.schema import Graph, GraphFile, TapAction, TemplateSignature
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH_DIR = ROOT / "pages" / "azurlane"
@@ -24,7 +24,7 @@ WIDTH, HEIGHT = 1280, 720
 
 
 def _merge(folder: Path) -> Graph:
-    """Stand-in for engine.loader.load_graph while it does not exist: merge the GraphFiles of a folder."""
+    """Stand-in for engine.config.loader.load_graph while it does not exist: merge the GraphFiles of a folder."""
     fields: dict = {}
     lists: dict[str, list] = {"buttons": [], "pages": [], "popups": []}
     for path in sorted(folder.glob("*.yaml")):
@@ -41,7 +41,7 @@ def _merge(folder: Path) -> Graph:
 @pytest.fixture(scope="module")
 def graph() -> Graph:
     try:
-        from engine.loader import load_graph
+        from engine.config.loader import load_graph
     except ImportError:
         return _merge(GRAPH_DIR)
     return load_graph(GRAPH_DIR)
@@ -250,8 +250,8 @@ def _labelled_frames() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def real_observers(graph: Graph, shared_dir: Path) -> dict:
-    from engine.assetpacks import AlasAssetPack
-    from engine.observe import Observer
+    from engine.config.assetpacks import AlasAssetPack
+    from engine.observe.observer import Observer
 
     return {
         server: Observer(graph.for_server(server),

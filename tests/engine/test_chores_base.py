@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.session import open_session
+from engine.runtime.session import open_session
 from engine.sim.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.session import open_session
+from engine.runtime.session import open_session
 from tests.engine.sim.conftest import FakeClock as _Clock
 from engine.sim.scenario import Scenario
 

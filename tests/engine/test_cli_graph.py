@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.loader import graph_files, graph_json_schema
+from engine.config.loader import graph_files, graph_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "graphs"

@@ -1,4 +1,4 @@
-"""The graph learns (engine.learning, `python -m engine proposals`): a popup the graph does not declare is resolved
+"""The graph learns (engine.learning.learner, `python -m engine proposals`): a popup the graph does not declare is resolved
 once by the vision model (the REAL google-genai client against tests/gemini_fake.py's FakeGemini), the tap that
 worked becomes a proposal, and once accepted into a copy of the graph the engine dismisses that popup by itself.
 
@@ -17,16 +17,16 @@ import pytest
 import yaml
 
 from engine.__main__ import main
-from engine.assetpacks import DirectoryAssetPack
+from engine.config.assetpacks import DirectoryAssetPack
 from engine.device import open_device
-from engine.learning import Learner, choose_crop, title_band
-from engine.loader import load_graph
-from engine.navigator import Navigator
-from engine.observe import Observer
-from engine.policies import load_policies
+from engine.learning.learner import Learner, choose_crop, title_band
+from engine.config.loader import load_graph
+from engine.navigation.navigator import Navigator
+from engine.observe.observer import Observer
+from engine.config.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
-from engine.studio.signatures import LayeredPack
-from engine.tools import Tools
+from engine.faces.studio.signatures import LayeredPack
+from engine.runtime.tools import Tools
 from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
 from tests.engine.test_learning_trust import _user_pack
@@ -262,7 +262,7 @@ def test_a_hostile_or_broken_proposal_file_is_a_one_line_refusal(tmp_path, capsy
 def test_the_frames_kept_for_measuring_crops_are_bounded(tmp_path):
     from types import SimpleNamespace
 
-    from engine.learning import KEPT_FRAMES
+    from engine.learning.learner import KEPT_FRAMES
 
     learner, frame = Learner(tmp_path / "p"), np.zeros((72, 128, 3), np.uint8)
     for i in range(3 * KEPT_FRAMES):  # a long session through many pages and popups

@@ -1,4 +1,4 @@
-"""Trust in what the graph learned (engine.learning, engine.policies.Learning), end to end through open_session.
+"""Trust in what the graph learned (engine.learning.learner, engine.config.policies.Learning), end to end through open_session.
 
 The simulator draws the full Azur Lane graph; the session runs on a user's copy of it from which HIDDEN was cut
 (its YAML entry removed), with a user's asset pack and a policy file. The vision model is the REAL google-genai
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.assetpacks import new_index, save_index, write_template
-from engine.loader import load_graph
-from engine.session import open_session
+from engine.config.assetpacks import new_index, save_index, write_template
+from engine.config.loader import load_graph
+from engine.runtime.session import open_session
 from engine.sim import SyntheticAssets, start_embedded
 from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
@@ -145,7 +145,7 @@ def test_a_learned_popup_whose_dismissal_does_not_work_is_demoted_and_reported(u
 
 
 def test_a_learned_popup_that_fires_on_a_known_page_is_demoted(user, fake_gemini, tmp_path):
-    from engine.proposals import accept
+    from engine.learning.proposals import accept
 
     open_, game, graph_dir, proposals = user
     session = open_("learning: {mode: auto, min_sightings: 1}\n")
@@ -181,7 +181,7 @@ def test_off_learns_nothing_and_auto_never_writes_the_shipped_graph(tmp_path, ca
     auto.write_text("learning: auto\n")
     with open_session(transcript_dir=tmp_path / "a", policies_file=off) as session:
         assert session.navigator.learner is None
-    with caplog.at_level("WARNING", logger="engine.learning"):
+    with caplog.at_level("WARNING", logger="engine.learning.learner"):
         with open_session(transcript_dir=tmp_path / "b", policies_file=auto) as session:  # the shipped graph
             learner = session.navigator.learner
             assert learner is not None and learner.graph_dir is None and learner.adopt is None

@@ -17,11 +17,12 @@ import pydantic
 import pytest
 import yaml
 
-from engine import paths, yamlsafe
-from engine.errors import ConfigError, GraphError
-from engine.loader import check_graph, graph_files, graph_json_schema, load_graph
-from engine.schema import GraphFile, Page
-from engine.yamlsrc import Problem, YamlError, load_yaml, problems_from_validation_error, read_yaml
+from engine.config import yamlsafe
+from engine.core import paths
+from engine.core.errors import ConfigError, GraphError
+from engine.config.loader import check_graph, graph_files, graph_json_schema, load_graph
+from engine.config.schema import GraphFile, Page
+from engine.config.yamlsrc import Problem, YamlError, load_yaml, problems_from_validation_error, read_yaml
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "graphs"
 GOOD = DATA / "good"
@@ -99,7 +100,7 @@ def test_load_graph_raises_one_graph_error_listing_every_problem() -> None:
 
 
 def test_load_graph_logs_warnings_but_returns_the_graph(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="engine.loader"):
+    with caplog.at_level(logging.INFO, logger="engine.config.loader"):
         graph = load_graph(BAD / "warnings.yaml")
     assert "page_lost" in graph.page_names
     assert any("page_lost" in r.getMessage() for r in caplog.records)
@@ -487,7 +488,7 @@ def test_unknown_page_must_name_a_page(tmp_path: Path) -> None:
 
 
 def test_companion_files_are_checked_by_their_registered_check(tmp_path: Path) -> None:
-    from engine import loader
+    from engine.config import loader
 
     seen: list[tuple[list[Path], object]] = []
 

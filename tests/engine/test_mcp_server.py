@@ -23,9 +23,9 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import Client, MCPError, StdioServerParameters
 
-from engine.loader import load_graph
-from engine.results import SUGGESTED_ACTIONS
-from engine.transcript import read_lines
+from engine.config.loader import load_graph
+from engine.core.results import SUGGESTED_ACTIONS
+from engine.runtime.transcript import read_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["adb_health", "adb_screenshot", "adb_tap", "adb_swipe", "alas_state", "alas_goto", "alas_tools", "alas_run"]
@@ -227,14 +227,14 @@ def _burst(client: SyncClient, calls: list[tuple[str, dict]]) -> list[tuple[str,
 def test_twenty_concurrent_calls_each_answer_inside_their_bound_while_gotos_hold_the_device(mcp):
     """Gotos and taps mixed, 20 at once: taps queue behind the gotos for the device and must still answer in time.
 
-    The server counts each bound from the moment the call came off the wire (engine.mcpwire), so its answer is
+    The server counts each bound from the moment the call came off the wire (engine.faces.mcpwire), so its answer is
     built inside the bound (``elapsed_ms``). The client's round trip adds the transport, which the server cannot
     bound: the SDK client queues 20 concurrent requests through its own writer. That allowance is measured here,
     with 20 concurrent alas_tools calls (no device, answered at once) over the same client, once warm (the first
     burst also starts both sides' thread pools), plus 0.1 s for the scheduling jitter of a loaded 2-core machine.
     Measured: 0.03-0.05 s of transport; taps answered at 0.87-0.88 s server-side, 0.90-0.94 s round trip.
     """
-    from engine.policies import load_policies
+    from engine.config.policies import load_policies
 
     policies = load_policies()
     _burst(mcp, [("alas_tools", {})] * 20)
@@ -271,7 +271,7 @@ def test_unknown_arguments_and_loose_types_are_bad_arguments_naming_them(mcp):
 
 
 def test_a_hung_device_makes_each_tool_answer_timeout_inside_its_bound(workdir):
-    from engine.policies import load_policies
+    from engine.config.policies import load_policies
 
     policies = load_policies()
     scenario = workdir / "hung.yaml"
@@ -426,7 +426,7 @@ def _calls(page: str) -> list[tuple[str, dict]]:
 def test_every_tool_declares_the_tool_result_schema_and_every_answer_validates(mcp):
     import jsonschema
 
-    from engine.results import DATA_KEYS, tool_result_schema
+    from engine.core.results import DATA_KEYS, tool_result_schema
 
     listed = {tool.name: tool for tool in mcp.list_tools().tools}
     for tool in listed.values():

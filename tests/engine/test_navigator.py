@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.loader import load_graph
-from engine.navigator import Navigator, diff
-from engine.observe import Observer
-from engine.policies import load_policies
-from engine.results import Observation, Verdict
-from engine.session import open_session
-from engine.tools import Tools
+from engine.config.loader import load_graph
+from engine.navigation.navigator import Navigator, diff
+from engine.observe.observer import Observer
+from engine.config.policies import load_policies
+from engine.core.results import Observation, Verdict
+from engine.runtime.session import open_session
+from engine.runtime.tools import Tools
 from engine.sim import Scenario, SyntheticAssets, start_embedded
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "graphs" / "good"
@@ -272,7 +272,7 @@ class Flaky:
     def screenshot(self, **kwargs):
         self.calls += 1
         if self.calls in self.failing:
-            from engine.errors import ConnectionLost
+            from engine.core.errors import ConnectionLost
 
             raise ConnectionLost("connection dropped mid-answer", serial=self.device.serial)
         return self.device.screenshot(**kwargs)
@@ -292,7 +292,7 @@ def _flaky_tools(s, flaky):
 
 
 def test_faults_that_come_back_to_back_are_ridden_out_while_the_device_answers(session_factory):
-    from engine.navigator import MAX_DEVICE_FAULTS
+    from engine.navigation.navigator import MAX_DEVICE_FAULTS
 
     s = session_factory()
     burst = set(range(1, 3 + MAX_DEVICE_FAULTS))  # the very first look and more looks in a row than the old limit
@@ -305,7 +305,7 @@ def test_faults_that_come_back_to_back_are_ridden_out_while_the_device_answers(s
 
 
 def test_faults_on_a_device_that_fails_its_probe_end_with_the_probes_verdict(session_factory):
-    from engine.navigator import MAX_DEVICE_FAULTS
+    from engine.navigation.navigator import MAX_DEVICE_FAULTS
 
     s = session_factory()
     tools = _flaky_tools(s, Flaky(s.device, set(range(1, 100)), sick=True))
@@ -355,7 +355,7 @@ def test_a_slow_page_change_is_waited_out_without_tapping_again(session_factory)
 
 
 def test_settling_ends_on_the_first_look_that_shows_the_effect():
-    from engine.stuck import Settling
+    from engine.core.stuck import Settling
 
     watch = Settling("page_a")
     assert not watch.see("page_a", False, False, changed=False)  # the tap has not shown yet

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from engine.device import open_device
-from engine.loader import load_graph
-from engine.navigator import Navigator
-from engine.observe import Observer
-from engine.policies import load_policies
-from engine.tools import Tools
+from engine.config.loader import load_graph
+from engine.navigation.navigator import Navigator
+from engine.observe.observer import Observer
+from engine.config.policies import load_policies
+from engine.runtime.tools import Tools
 from engine.sim import SyntheticAssets, start_embedded
 from verifiers.vision import VisionClient
 

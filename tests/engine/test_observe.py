@@ -6,10 +6,10 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.assets import Template
-from engine.loader import load_graph
-from engine.observe import Observer
-from engine.schema import Graph
+from engine.config.assets import Template
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
+from engine.config.schema import Graph
 from engine.sim import SimGame, SyntheticAssets
 
 

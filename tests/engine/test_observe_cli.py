@@ -25,7 +25,7 @@ def test_observe_json_one_line_per_frame_including_unknown_and_1080p(shared_dir,
 
 
 def test_observe_text_output_on_simulated_frames(tmp_path, capsys):
-    from engine.loader import load_graph
+    from engine.config.loader import load_graph
     from engine.sim import SimGame, SyntheticAssets
 
     graph = load_graph(server="en")
@@ -62,7 +62,7 @@ def test_observe_over_a_folder_reports_each_bad_file_and_goes_on(tmp_path, capsy
 
 
 def test_capture_crops_a_button_from_the_embedded_simulator(tmp_path, capsys):
-    from engine.assetpacks import DirectoryAssetPack
+    from engine.config.assetpacks import DirectoryAssetPack
 
     out = tmp_path / "captured"
     assert main(["assets", "capture", "GOTO_MAIN", "--out", str(out)]) == 0

@@ -7,9 +7,9 @@ import json
 import cv2
 import pytest
 
-from engine.assetpacks import AlasAssetPack
-from engine.loader import load_graph
-from engine.observe import Observer
+from engine.config.assetpacks import AlasAssetPack
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
 
 
 @pytest.fixture(scope="module")

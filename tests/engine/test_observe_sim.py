@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.loader import load_graph
-from engine.observe import Observer
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
 from engine.sim import SimGame, SyntheticAssets
 
 # The game shows these two together (labels.json lists POPUP_CANCEL as also_ok for POPUP_CONFIRM).

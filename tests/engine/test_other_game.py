@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.loader import load_graph
-from engine.observe import Observer
-from engine.session import open_session
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
+from engine.runtime.session import open_session
 from engine.sim import Scenario, SimGame, SyntheticAssets
 
 ROOT = Path(__file__).resolve().parents[2]

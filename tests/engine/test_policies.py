@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tenacity
 
-from engine.errors import (
+from engine.core.errors import (
     BadFrame,
     BlackFrame,
     ConfigError,
@@ -18,8 +18,8 @@ from engine.errors import (
     DeviceTimeout,
     NavigationError,
 )
-from engine.policies import Policy, load_policies
-from engine.schema import BUILTIN_DEFAULTS
+from engine.config.policies import Policy, load_policies
+from engine.config.schema import BUILTIN_DEFAULTS
 
 TOOLS = ("health", "screenshot", "tap", "swipe", "key", "state", "goto", "run", "ocr", "vision")
 
@@ -320,7 +320,7 @@ def test_policy_files_are_read_by_the_one_yaml_reader(tmp_path, data, line, mess
 
 
 def test_read_policy_file_returns_every_problem_without_raising(tmp_path):
-    from engine.policies import read_policy_file
+    from engine.config.policies import read_policy_file
 
     path = _write(tmp_path, "policies:\n  tap: {attempts: 0, timeout: 1}\n  key: {attempts: 1, timeout: .inf}\n")
     policies, problems = read_policy_file(path)
@@ -334,7 +334,7 @@ def test_read_policy_file_returns_every_problem_without_raising(tmp_path):
 
 
 def test_the_agent_policy_carries_its_repeat_limits_and_they_must_be_ordered(tmp_path):
-    from engine.errors import ConfigError
+    from engine.core.errors import ConfigError
 
     repeat = load_policies().get("agent").repeat
     assert (repeat.window, repeat.warn, repeat.refuse, repeat.stop) == (8, 3, 5, 8)

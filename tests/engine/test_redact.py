@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.cli import emit
-from engine.redact import REDACTED, RedactingStream, add_secret, redact, redact_text, scrub
-from engine.results import make_result
-from engine.transcript import Transcript
+from engine.faces.cli import emit
+from engine.core.redact import REDACTED, RedactingStream, add_secret, redact, redact_text, scrub
+from engine.core.results import make_result
+from engine.runtime.transcript import Transcript
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPED = "AIza" + "Sy" + "C" * 33

@@ -1,6 +1,6 @@
 """ToolResult converts to a percept for an agent loop: failures outrank successes."""
 
-from engine.results import SUGGESTED_ACTIONS, ToolResult
+from engine.core.results import SUGGESTED_ACTIONS, ToolResult
 
 
 def test_percepts_rank_failures_above_successes_and_device_trouble_highest():
@@ -21,7 +21,7 @@ def test_the_suggested_actions_are_a_closed_set():
 
 
 def test_every_navigation_failure_suggests_an_action_from_the_closed_set():
-    from engine.results import suggested_action as _suggest
+    from engine.core.results import suggested_action as _suggest
 
     for status in ("popup_blocking", "unknown_screen", "timeout", "cancelled", "stuck", "device_offline",
                    "adb_server_down", "device_not_found", "black_screen", "bad_frame", "no_route", "other"):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import ConfigError
-from engine.session import open_session
-from engine.taskprogress import Progress, chore_report
-from engine.tasks import TaskBook, read_tasks
+from engine.core.errors import ConfigError
+from engine.runtime.session import open_session
+from engine.tasks.progress import Progress, chore_report
+from engine.config.tasks import TaskBook, read_tasks
 
 ROUTINE = """tasks:
   - name: to.mail

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from alas_wrapped.assets_import import import_alas
-from engine.assetpacks import AlasAssetPack
-from engine.loader import load_graph
-from engine.observe import Observer
-from engine.session import open_session
+from engine.config.assetpacks import AlasAssetPack
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
+from engine.runtime.session import open_session
 from engine.sim import SimGame
 
 SERVERS = ("jp", "tw")

@@ -1,6 +1,6 @@
 """Stuck detection: the click record, the repeat detector and the watchdog answer with reasons, never raise."""
 
-from engine.stuck import ClickRecord, ProgressWatchdog, RepeatDetector
+from engine.core.stuck import ClickRecord, ProgressWatchdog, RepeatDetector
 
 
 def test_one_button_twelve_times_in_fifteen_aborts():

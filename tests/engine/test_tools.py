@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from engine.device.health import Health
-from engine.errors import DeviceOffline
-from engine.policies import load_policies
-from engine.results import SUGGESTED_ACTIONS, ToolResult
-from engine.schema import Graph, Page
-from engine.tools import SPECS, TOOL_NAMES, Tools
+from engine.core.errors import DeviceOffline
+from engine.config.policies import load_policies
+from engine.core.results import SUGGESTED_ACTIONS, ToolResult
+from engine.config.schema import Graph, Page
+from engine.runtime.tools import SPECS, TOOL_NAMES, Tools
 
 DATA_KEYS = {"tool", "target", "tool_success", "state_verification", "expected", "observed", "attempts",
              "elapsed_ms", "evidence", "screenshot_analysis", "observation"}
@@ -261,7 +261,7 @@ def test_unknown_tools_pages_and_arguments_are_bad_arguments_with_suggestions(fa
 
 @pytest.fixture(scope="module")
 def session():
-    from engine.session import open_session
+    from engine.runtime.session import open_session
     from engine.sim.scenario import Scenario
 
     # A loading screen after every hop keeps a goto busy long enough to look at it from beside.

@@ -15,9 +15,9 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.results import Evidence, Observation
-from engine.redact import REDACTED, is_secret_key, redact
-from engine.transcript import Transcript, error_bundle, load_trace, read_lines, save_trace
+from engine.core.results import Evidence, Observation
+from engine.core.redact import REDACTED, is_secret_key, redact
+from engine.runtime.transcript import Transcript, error_bundle, load_trace, read_lines, save_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,7 +102,7 @@ def test_concurrent_writers_never_interleave_and_seq_stays_contiguous(tmp_path):
 
 _WRITER = """
 import sys
-from engine.transcript import Transcript
+from engine.runtime.transcript import Transcript
 t = Transcript(sys.argv[1])
 i = 0
 while i < 10_000_000:
@@ -243,7 +243,7 @@ def test_a_navigator_hop_in_a_trace_gets_its_precondition_and_success_from_sourc
 
 
 def test_a_runaway_field_is_cut_and_the_line_says_what_was_cut(tmp_path):
-    from engine.transcript import KEPT_HEAD_CHARS, MAX_RECORD_BYTES
+    from engine.runtime.transcript import KEPT_HEAD_CHARS, MAX_RECORD_BYTES
 
     with Transcript(tmp_path / "t.jsonl") as transcript:
         entry = transcript.record("agent_response", turn=1, raw={"text": "x" * (5 * 1024 * 1024)}, note="small")

@@ -42,7 +42,7 @@ def test_kill_9_mid_goto_leaves_a_parseable_ledger(tmp_path):
     finally:
         child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL
-    from engine.transcript import read_lines
+    from engine.runtime.transcript import read_lines
 
     entries = read_lines(ledger)
     raw = [line for line in ledger.read_text().split("\n") if line.strip()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.schema import Graph
+from engine.config.schema import Graph
 
 
 def _make_graph(buttons=(), pages=(), popups=(), defaults=None) -> Graph:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.schema import ColorSignature
+from engine.config.schema import ColorSignature
 from verifiers import color
 
 BUTTON = {"name": "OK", "area": (100, 100, 140, 120), "color": (200, 50, 10)}

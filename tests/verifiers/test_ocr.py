@@ -4,7 +4,7 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.schema import Graph, OcrSignature
+from engine.config.schema import Graph, OcrSignature
 from verifiers import ocr
 
 

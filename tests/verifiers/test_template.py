@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.assets import Template
-from engine.schema import Graph, TemplateSignature
+from engine.config.assets import Template
+from engine.config.schema import Graph, TemplateSignature
 from verifiers import template
 
 AREA = (400, 300, 480, 340)
@@ -114,7 +114,7 @@ def test_missing_asset_is_a_verification_error(make_graph):
 def test_real_alas_template_on_a_real_screenshot(shared_dir, make_graph):
     import cv2
 
-    from engine.assetpacks import AlasAssetPack
+    from engine.config.assetpacks import AlasAssetPack
 
     pack = AlasAssetPack(shared_dir / "alas", "cn")
     back = pack.get("ui/MAIN_GOTO_FLEET")

@@ -117,8 +117,8 @@ def _prompt(server) -> str:
 def test_the_session_prompt_names_the_game_of_the_loaded_graph(server, frame, monkeypatch, folder, shown):
     from pathlib import Path
 
-    from engine.loader import load_graph
-    from engine.session import _vision
+    from engine.config.loader import load_graph
+    from engine.runtime.session import _vision
 
     graphs = Path(__file__).resolve().parents[1] / "data" / "graphs"
     graph = load_graph(graphs / folder if folder else None)
@@ -156,7 +156,7 @@ def test_display_names():
 def test_vision_and_the_agent_share_one_client_and_one_default_model():
     from engine.agent.gemini import GeminiProvider
     from engine.llm import GeminiClient
-    from engine.policies import load_policies
+    from engine.config.policies import load_policies
 
     vision = VisionClient.from_env({"GEMINI_API_KEY": KEY})
     agent = GeminiProvider.from_env({"GEMINI_API_KEY": KEY})

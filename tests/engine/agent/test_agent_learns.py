@@ -1,6 +1,6 @@
 """The agent loop teaches the graph too: on a screen nothing recognises, the tap a model (scripted, through the
 REAL google-genai client against tests/gemini_fake.py's FakeGemini) chooses with adb_tap, once the
-next look shows a known page, becomes a proposal (engine.learning), as the vision model's taps do.
+next look shows a known page, becomes a proposal (engine.learning.learner), as the vision model's taps do.
 
 The simulator draws the full Azur Lane graph; the engine's graph lacks GET_ITEMS_1, which over page_main hides the
 page's signatures. No vision model is configured, so the navigator's own ladder gives up and the agent decides.
@@ -14,13 +14,13 @@ from engine.agent.gemini import GeminiProvider
 from engine.agent.goals import Budget, Goal
 from engine.agent.loop import Agent
 from engine.device import open_device
-from engine.learning import Learner
-from engine.loader import load_graph
-from engine.navigator import Navigator
-from engine.observe import Observer
-from engine.policies import load_policies
+from engine.learning.learner import Learner
+from engine.config.loader import load_graph
+from engine.navigation.navigator import Navigator
+from engine.observe.observer import Observer
+from engine.config.policies import load_policies
 from engine.sim import SyntheticAssets, start_embedded
-from engine.tools import Tools
+from engine.runtime.tools import Tools
 from tests.conftest import dismiss_point
 from tests.engine.agent.test_loop import TINY_MODEL_POLICY, call, final, model_only
 from tests.engine.sim.conftest import FakeClock

@@ -10,7 +10,7 @@ from engine.agent.budget import BudgetEvent, Stop, check
 from engine.agent.checkpoint import EpisodeState, Spend
 from engine.agent.goals import Budget, Goal
 from engine.agent.outcome import MAX_CALLS_SHOWN, MAX_TEXT_CHARS, episode_result
-from engine.bounded import Bounded
+from engine.core.bounded import Bounded
 from tests.engine.sim.conftest import FakeClock
 
 

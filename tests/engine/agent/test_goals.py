@@ -21,10 +21,10 @@ from engine.agent.goals import (
     load_goals,
     read_goals,
 )
-from engine.errors import GraphError
-from engine.loader import load_graph
-from engine.paths import builtin_graph_dir
-from engine.results import Observation
+from engine.core.errors import GraphError
+from engine.config.loader import load_graph
+from engine.core.paths import builtin_graph_dir
+from engine.core.results import Observation
 
 ROOT = Path(__file__).resolve().parents[3]
 TASKS = {"login", "mail.collect", "commission.status"}

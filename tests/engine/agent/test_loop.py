@@ -21,10 +21,10 @@ from engine.agent.loop import Agent, AgentConfig
 from engine.agent.memory import EpisodicMemory
 from engine.agent.models import Call, ModelTurn, ReplayProvider, Usage
 from engine.agent.skills import SkillStore
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 from engine.llm.images import MAX_BYTES
-from engine.policies import Policy
-from engine.session import open_session
+from engine.config.policies import Policy
+from engine.runtime.session import open_session
 from tests.gemini_fake import Reply, call, prose
 from tests.gemini_fake import error as service_error
 

@@ -24,8 +24,8 @@ from engine.agent.memory import (
     warning,
 )
 from engine.agent.repeat import REFUSED, RepeatGuard, canonical_arguments, entry_key
-from engine.policies import RepeatLimits, load_policies
-from engine.results import Observation, make_result
+from engine.config.policies import RepeatLimits, load_policies
+from engine.core.results import Observation, make_result
 
 SECRET = "AIzaSyA1234567890abcdefghijklmnopqrstuv"
 

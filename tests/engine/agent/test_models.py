@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine.agent.models import Call, ModelTurn, Provider, ReplayProvider, Usage, record_turn
-from engine.errors import ModelError
+from engine.core.errors import ModelError
 
 # --- replay ------------------------------------------------------------------------------------------------------
 

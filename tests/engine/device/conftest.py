@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from engine.policies import Policies, Policy, load_policies
-from engine.schema import Graph
+from engine.config.policies import Policies, Policy, load_policies
+from engine.config.schema import Graph
 
 
 class TinyServer:

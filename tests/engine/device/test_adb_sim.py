@@ -7,7 +7,7 @@ import pytest
 
 from engine.device import AdbDevice, Device, open_device
 from engine.device import adb as adb_module
-from engine.errors import (
+from engine.core.errors import (
     AdbServerDown,
     BadFrame,
     BlackFrame,

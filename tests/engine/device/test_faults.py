@@ -9,7 +9,7 @@ import pytest
 from adbutils.errors import AdbConnectionError, AdbError, AdbTimeout
 
 from engine.device import AdbDevice, classify
-from engine.errors import (
+from engine.core.errors import (
     AdbServerDown,
     ConnectionLost,
     DeviceError,

@@ -1,5 +1,5 @@
 """Frame functions: raw decoding, fitting to the graph's resolution, black and flat detection; image headers read
-before decoding (engine.imageheader)."""
+before decoding (engine.core.imageheader)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from engine.device import frames
-from engine.errors import BadFrame
-from engine.imageheader import check_image_file, check_size, image_size
+from engine.core.errors import BadFrame
+from engine.core.imageheader import check_image_file, check_size, image_size
 
 
 def _scene(width: int = 1280, height: int = 720) -> np.ndarray:

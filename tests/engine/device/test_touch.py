@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from engine.cli import add_session_arguments
+from engine.faces.cli import add_session_arguments
 from engine.device import AdbDevice, open_device
 from engine.device import touch as touch_module
-from engine.policies import Policies, Policy
+from engine.config.policies import Policies, Policy
 from engine.sim import FakeAdbServer, SimGame
 
 pytest.importorskip("MaaAgentBinary")

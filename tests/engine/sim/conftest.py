@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.schema import Graph
+from engine.config.schema import Graph
 from engine.sim import FakeAdbServer, SimGame
 
 HERE = Path(__file__).resolve().parent

@@ -13,7 +13,7 @@ import time
 import adbutils
 import pytest
 
-from engine.schema import App
+from engine.config.schema import App
 from engine.sim import FakeAdbServer, SimGame
 
 ADB = shutil.which("adb")

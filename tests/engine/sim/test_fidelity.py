@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.loader import load_graph
-from engine.observe import Observer
-from engine.schema import TapAction
+from engine.config.loader import load_graph
+from engine.observe.observer import Observer
+from engine.config.schema import TapAction
 from engine.sim import Scenario, SimGame, SyntheticAssets
 
 
@@ -54,7 +54,7 @@ def test_channel_is_not_painted_as_the_campaign_menu(synthetic, graph):
 
 def test_channel_is_not_the_campaign_menu_with_alas_templates(shared_dir, graph):
     """With ALAS's own pixels CAMPAIGN_MENU_GOTO_CAMPAIGN and CAMPAIGN_MENU_CHECK are the same crop."""
-    from engine.assetpacks import AlasAssetPack
+    from engine.config.assetpacks import AlasAssetPack
 
     pack = AlasAssetPack(shared_dir / "alas" / "assets", "en", fallback=graph.fallback_server)
     game = SimGame(graph, assets=pack)

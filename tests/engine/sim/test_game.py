@@ -151,7 +151,7 @@ def test_frame_shape_and_type(game, tiny_graph):
 
 
 def test_azur_lane_graph_login_to_main():
-    from engine.loader import load_graph
+    from engine.config.loader import load_graph
 
     game = SimGame(load_graph().resolve("en"))
     graph = game.graph

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.schema import Graph
+from engine.config.schema import Graph
 from engine.sim import SimGame, SyntheticAssets
 from engine.sim.render import Renderer, strip_regex
 
@@ -129,8 +129,8 @@ def test_ocr_text_is_readable(tiny_graph):
 
 
 def test_real_alas_pixels_are_pasted_at_their_areas(shared_dir):
-    from engine.assetpacks import AlasAssetPack
-    from engine.loader import load_graph
+    from engine.config.assetpacks import AlasAssetPack
+    from engine.config.loader import load_graph
 
     graph = load_graph(server="en")
     pack = AlasAssetPack(shared_dir / "alas", "en")
@@ -153,7 +153,7 @@ def test_real_alas_pixels_are_pasted_at_their_areas(shared_dir):
 def test_every_page_and_popup_of_the_demo_and_azur_lane_graphs_renders():
     from pathlib import Path
 
-    from engine.loader import load_graph
+    from engine.config.loader import load_graph
 
     demo = Path(__file__).resolve().parents[2] / "data" / "graphs" / "good"
     for graph in (load_graph(demo, server="en"), load_graph(server="en")):
@@ -209,7 +209,7 @@ def test_a_colour_area_covered_by_other_signatures_is_reported():
 
 
 def test_a_template_is_pasted_at_its_own_size_not_stretched_to_its_area():
-    from engine.assets import Template
+    from engine.config.assets import Template
     from engine.sim.render import paste
 
     pixels = np.arange(20 * 30 * 3, dtype=np.uint8).reshape(20, 30, 3)

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from engine.errors import ConfigError
+from engine.core.errors import ConfigError
 from engine.sim import Scenario, SimGame
 from engine.sim.scenario import Faults
 

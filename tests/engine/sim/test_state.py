@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import YamlError
-from engine.loader import load_graph
+from engine.core.errors import YamlError
+from engine.config.loader import load_graph
 from engine.sim import SimGame
 from engine.sim.state import StateSpec, load_state
 
@@ -45,7 +45,7 @@ def states(game, name):
 def test_the_shipped_state_loads_and_the_graph_skips_it(spec):
     assert {c.name for c in spec.counters} >= {"mail_count", "commission_running", "commission_daily"}
     assert {x.name for x in spec.lists} >= {"mails", "commissions", "missions"}
-    from engine.graphfiles import graph_files
+    from engine.config.graphfiles import graph_files
 
     assert all(not p.name.startswith("sim_state") for p in graph_files(GRAPH_DIR))
 
@@ -143,7 +143,7 @@ def test_ocr_reads_the_counters_the_simulator_draws(game, graph, spec):
 
 @pytest.mark.parametrize("page", ["page_main", "page_mail", "page_commission", "page_mission"])
 def test_pages_with_state_drawn_are_still_observed(game, graph, page):
-    from engine.observe import Observer
+    from engine.observe.observer import Observer
 
     observer = Observer(graph.resolve(), game.renderer.assets)  # the simulator's own synthetic pack
     game.goto(page)

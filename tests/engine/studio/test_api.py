@@ -1,4 +1,4 @@
-"""The graph studio's HTTP API (engine.studio) with starlette's TestClient over one embedded-simulator session:
+"""The graph studio's HTTP API (engine.faces.studio) with starlette's TestClient over one embedded-simulator session:
 every endpoint, the loopback Host and Origin rules, body limits, paths that try to escape, and a goto whose hops
 and verified result arrive on the server-sent event stream."""
 
@@ -17,13 +17,13 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from engine.paths import builtin_graph_dir
-from engine.session import open_session
-from engine.studio import create_app
-from engine.studio import live as studio_live
-from engine.studio.runs import EventBus, event_stream
-from engine.studio.security import PathRefused, confine, confine_name, is_loopback_host
-from engine.transcript import error_bundle
+from engine.core.paths import builtin_graph_dir
+from engine.runtime.session import open_session
+from engine.faces.studio import create_app
+from engine.faces.studio import live as studio_live
+from engine.faces.studio.runs import EventBus, event_stream
+from engine.faces.studio.security import PathRefused, confine, confine_name, is_loopback_host
+from engine.runtime.transcript import error_bundle
 
 BASE = "http://127.0.0.1:8011"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,6 @@
 """The studio page in a real browser: Debian's chromium driven headless by selenium against a served studio.
 
-The app (engine.studio.app.create_app over an embedded simulator session) is served by uvicorn on a free
+The app (engine.faces.studio.app.create_app over an embedded simulator session) is served by uvicorn on a free
 loopback port in a thread. The test saves a screenshot of the page to tests/artifacts/studio.png (ignored by
 git); with STUDIO_README_SHOT=1 it also writes the README's copy, docs/studio.png.
 """
@@ -45,7 +45,7 @@ PROPOSAL = "LEARNED_ITEMS_OBTAINED_PANEL"
 
 def propose_popup(session, folder: Path) -> None:
     """A proposal as the learner writes it: a real frame under POPUP, and the tap on its button that closed it."""
-    from engine.learning import Learner, Lesson
+    from engine.learning.learner import Learner, Lesson
 
     game = session.sim.game
     action = session.graph.popup(POPUP).dismiss[0]
@@ -65,9 +65,9 @@ def served(tmp_path_factory):
     """The studio over an embedded simulator session, served on a free 127.0.0.1 port; yields its base URL."""
     import uvicorn
 
-    from engine.paths import builtin_graph_dir
-    from engine.session import open_session
-    from engine.studio.app import create_app
+    from engine.core.paths import builtin_graph_dir
+    from engine.runtime.session import open_session
+    from engine.faces.studio.app import create_app
 
     home = tmp_path_factory.mktemp("studio-browser")
     graph = home / "my_graph"  # a copy of the shipped graph, so that a proposal can be accepted into it

@@ -1,4 +1,4 @@
-"""The studio's proposals API (engine.studio.proposals) over an embedded-simulator session on a copy of the shipped
+"""The studio's proposals API (engine.faces.studio.proposals) over an embedded-simulator session on a copy of the shipped
 graph: a popup learned from a real simulator frame is listed with its frame and crop, accepted into the graph
 copy and seen by the live observer at once; one whose crop is what a known page shows is refused and rejected;
 names that try to escape are JSON 4xx; the shipped graph is never written."""
@@ -13,10 +13,10 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from engine.learning import Learner, Lesson
-from engine.paths import builtin_graph_dir
-from engine.session import open_session
-from engine.studio import create_app
+from engine.learning.learner import Learner, Lesson
+from engine.core.paths import builtin_graph_dir
+from engine.runtime.session import open_session
+from engine.faces.studio import create_app
 
 BASE = "http://127.0.0.1:8011"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

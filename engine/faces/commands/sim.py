@@ -1,0 +1,122 @@
+"""``python -m engine sim``: serve the simulated game over the ADB protocol, or render one of its pages."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+
+from engine.faces.cli import port
+from engine.core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def _build_game(args: argparse.Namespace):
+    from engine.config.loader import load_graph
+    from engine.sim import SimGame
+    from engine.sim.scenario import Scenario
+    from engine.sim.state import state_beside
+
+    graph = load_graph(args.graph).resolve(args.server)
+    assets = None
+    if args.assets:
+        from engine.config.assetpacks import load_pack
+
+        assets = load_pack(args.assets, graph.server, fallback=graph.fallback_server)
+    scenario = Scenario.from_file(args.scenario) if getattr(args, "scenario", None) else None
+    return SimGame(graph, assets=assets, scenario=scenario, seed=getattr(args, "seed", None),
+                   state=state_beside(args.graph, graph))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from engine.sim import FakeAdbServer
+
+    game = _build_game(args)
+    stop = threading.Event()
+    try:
+        server = FakeAdbServer({args.serial: game}, host=args.host, port=args.port).start()
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+    print(f"serving {args.serial} on {args.host}:{server.port}", file=sys.stderr, flush=True)
+    try:
+        # Bounded waits so Ctrl-C is seen promptly; `--for` bounds the whole run (scripts, smoke tests).
+        deadline = args.seconds
+        while not stop.wait(0.2):
+            if deadline is not None:
+                deadline -= 0.2
+                if deadline <= 0:
+                    break
+    except KeyboardInterrupt:
+        print("stopping", file=sys.stderr)
+    finally:
+        server.stop()
+    return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    import cv2
+
+    from engine.faces.cli import check_image_path
+
+    check_image_path(args.out)
+    game = _build_game(args)
+    try:
+        game.goto(args.page)
+    except KeyError:
+        raise ConfigError(f"no page {args.page!r} in the graph") from None
+    for name in args.popup or []:
+        try:
+            game.show_popup(name)
+        except KeyError:
+            raise ConfigError(f"no popup {name!r} in the graph") from None
+    try:
+        written = cv2.imwrite(args.out, game.frame())
+    except cv2.error:
+        written = False
+    if not written:
+        raise ConfigError(f"cannot write {args.out} (use a .png name in an existing folder)")
+    print(args.out)
+    return 0
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} seconds must be positive and finite")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--graph", help="graph folder (default: the shipped default graph)")
+    parser.add_argument("--assets", help="asset pack folder (ALAS layout or ours); default: synthetic art")
+    parser.add_argument("--server", help="game server whose values to use (default: the graph's first)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser("sim", help="the simulated game: serve it over ADB, render its pages")
+    verbs = sim.add_subparsers(dest="sim_command", metavar="VERB")
+
+    serve = verbs.add_parser("serve", help="run a fake ADB server backed by the simulated game until Ctrl-C")
+    _common(serve)
+    serve.add_argument("--port", type=port, default=0, help="port to listen on (default: a free one)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--serial", default="sim-0")
+    serve.add_argument("--scenario", help="fault scenario YAML (engine.sim.scenario.Scenario)")
+    serve.add_argument("--seed", type=int, default=None, help="seed of the scenario's faults")
+    serve.add_argument("--for", dest="seconds", type=seconds, default=None, help="stop after this many seconds")
+    serve.set_defaults(handler=_serve)
+
+    render = verbs.add_parser("render", help="write one page (optionally under popups) as a PNG")
+    _common(render)
+    render.add_argument("page")
+    render.add_argument("out")
+    render.add_argument("--popup", action="append", help="show this popup on top (repeatable)")
+    render.set_defaults(handler=_render)
+
+    sim.set_defaults(handler=lambda args: (sim.print_help(sys.stderr), 2)[1])

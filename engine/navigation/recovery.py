@@ -1,0 +1,78 @@
+"""The recovery ladder of the navigator (engine.navigation.navigator), for a screen it cannot place or a page that ignores it.
+
+An unknown screen climbs the rungs in order, one per look: the back key, a visible home button, then the vision
+model (``escalate``). A known page that swallows the navigator's taps (two hops in a row that change nothing on
+the screen: something the graph does not know covers it) goes to the model at once, once per navigation.
+
+The model's answer is acted on only when it is safe: a popup the graph knows (dismissed by its own declared
+action), a page the graph knows (the belief is relocalised to it, and on an unknown screen the back key, which
+every page tolerates, is pressed), or, with a learner (engine.learning.learner), the point it names to close what covers
+the screen, which becomes a lesson the next look judges. The observer only ever names declared pages and popups.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.core.errors import UnknownScreen
+from engine.config.schema import KeyAction, TapAction
+
+if TYPE_CHECKING:
+    from engine.core.context import RunContext
+    from engine.core.results import Observation
+
+RUNGS = ("back", "home", "vision")
+
+
+def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: float) -> tuple[Observation, int]:
+    """One rung of the ladder for an unknown screen: the next observation and the rungs tried; raises
+    UnknownScreen when the ladder is exhausted."""
+    while ladder < len(RUNGS):
+        rung = RUNGS[ladder]
+        ladder += 1
+        ctx.record("recover", rung=rung)
+        if rung == "back":
+            nav.act(ctx, KeyAction(type="key", key="back"), obs)
+        elif rung == "home":
+            button = visible_home_button(nav)
+            if button is None:
+                continue
+            nav.act(ctx, TapAction(type="tap", button=button), obs)
+        elif not escalate(nav, ctx):
+            continue
+        ctx.wait(settle_s)
+        return nav.look(ctx, expected=None), ladder
+    raise UnknownScreen()
+
+
+def escalate(nav: Any, ctx: RunContext, *, unknown: bool = True) -> bool:
+    """Ask the observer's slow channels (the vision model) about the last frame; act only on a safe answer.
+    `unknown`: the frame is an unknown screen (False: a known page that swallows taps, where a page answer
+    changes nothing). True when something was done."""
+    if getattr(nav.observer, "vision", None) is None or nav.last_frame is None:
+        return False
+    ctx.vision_calls += 1
+    answer = nav.observer.escalate(nav.last_frame)
+    ctx.record("vision", page=answer.page, popups=list(answer.popups), confidence=round(answer.confidence, 3),
+               evidence=[e.to_dict() for e in answer.evidence if e.channel == "vision"])
+    if answer.popups:
+        for action in nav.graph.popup(answer.popups[0]).dismiss:
+            nav.act(ctx, action, nav.last_observation)
+        return True
+    if answer.page is not None:
+        if not unknown:
+            return False
+        nav.machine.relocalise(answer.page, answer.confidence)
+        nav.act(ctx, KeyAction(type="key", key="back"), nav.last_observation)
+        return True
+    return nav.learner is not None and nav.learner.try_unnamed(nav, ctx)
+
+
+def visible_home_button(nav: Any) -> str | None:
+    if nav.last_frame is None:
+        return None
+    for name in nav.home_buttons:
+        evidence = nav.observer.find_button(nav.last_frame, name)
+        if evidence is not None and evidence.hit:
+            return name
+    return None

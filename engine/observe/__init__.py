@@ -1,0 +1,1 @@
+"""Floor 3: a frame and an expectation -> an Observation, the cheapest check first."""
