@@ -54,7 +54,7 @@ def check(spend: Spend, budget: Any, seconds_left: float, *, model: bool, cancel
     """Raise Stop when the episode may not go on: cancelled, or a budget the next step needs has run out.
 
     Args:
-        spend, budget: what was used and what the goal allows (engine.agent.goals.Budget).
+        spend, budget: what was used and what the goal allows (engine.config.goals.Budget).
         seconds_left: wall seconds left of the budget.
         model: the next step is a model turn (turns and tokens count), else a tool call (tool calls count).
         after_false_claim: the last thing that happened was a final that did not hold.

@@ -14,7 +14,7 @@ An episode runs in three phases:
    result, with the screen after it, becomes a percept for the next turn.
 
 Only the harness says "done", and only against the user's criteria: after a tool whose result shows them, and
-after every ``final``, the loop looks at the screen itself and checks every criterion (engine.agent.goals.evaluate).
+after every ``final``, the loop looks at the screen itself and checks every criterion (engine.config.goals.evaluate).
 A ``final`` that does not hold is told so and the episode goes on; when the budget ends right after one, the stop
 reason is ``false_claim``. A ``final`` for a goal the user gave no criteria ends the episode ``unverified``. Neither
 is ever a success. Unusable answers (prose, an invented tool, bad arguments, an unreadable or oversized answer)
@@ -42,7 +42,7 @@ from engine.agent import budget as budgets
 from engine.agent import prompt as prompts
 from engine.agent.budget import STOP_REASONS, BudgetEvent, Stop  # noqa: F401 - STOP_REASONS re-exported
 from engine.agent.checkpoint import EpisodeState, save_checkpoint
-from engine.agent.goals import Criterion, Goal, all_held, describe_criterion
+from engine.config.goals import Criterion, Goal, all_held, describe_criterion
 from engine.agent.memory import (EpisodicMemory, Percept, WorkingMemory, estimate_tokens,
                                  harness_note, observation_percept, parser_error, percept_from_result, warning)
 from engine.agent.models import Message, ModelTurn, Provider
@@ -87,7 +87,7 @@ class Agent:
         tools: engine.runtime.tools.Tools of an open session (its navigator, observer, tasks and transcript are used).
         provider: the model (engine.agent.models.Provider), or None.
         memory: the graph's episodic memory, or None.
-        skills: where verified call sequences are saved (engine.agent.skills.SkillStore), or None.
+        skills: where verified call sequences are saved (engine.tasks.skills.SkillStore), or None.
         config: AgentConfig.
         cancel: set it to stop the episode at the next turn (stop reason ``cancelled``).
     """

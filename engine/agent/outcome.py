@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from engine.agent.budget import Stop
-from engine.agent.goals import describe_criterion
+from engine.config.goals import describe_criterion
 from engine.core.errors import EngineError
 from engine.core.results import ToolResult, make_result
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.agent.goals import Goal, describe_criterion
+from engine.config.goals import Goal, describe_criterion
 from engine.agent.models import ToolDecl
 from engine.runtime.tools import SPECS
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.agent.goals import Blocker, Criterion, CriterionResult, Goal, all_held, evaluate
+from engine.config.goals import Blocker, Criterion, CriterionResult, Goal, all_held, evaluate
 from engine.core.bounded import Overrun
 from engine.core.errors import EngineError
 from engine.llm.images import ModelImage, model_image

@@ -50,7 +50,7 @@ def register_companion(pattern: str, check: CompanionCheck) -> None:
 
 
 def _check_tasks(files: list[Path], graph: Graph | None) -> list[Problem]:
-    from engine.config.tasks import read_tasks
+    from engine.config.taskfiles import read_tasks
 
     return read_tasks(files, graph)[1]
 
@@ -59,7 +59,7 @@ register_companion(COMPANION_PREFIXES[0] + "*.yaml", _check_tasks)
 
 
 def _check_goals(files: list[Path], graph: Graph | None) -> list[Problem]:
-    from engine.agent.goals import read_goals
+    from engine.config.goals import read_goals
 
     return read_goals(files, graph)[1]
 
@@ -68,7 +68,7 @@ register_companion(COMPANION_PREFIXES[1] + "*.yaml", _check_goals)
 
 
 def _check_sim_state(files: list[Path], graph: Graph | None) -> list[Problem]:
-    from engine.sim.state import read_state
+    from engine.config.simstate import read_state
 
     return read_state(files, graph)[1]
 

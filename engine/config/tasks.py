@@ -1,4 +1,4 @@
-"""Named tasks declared in YAML (pages/<game>/tasks.yaml): their schema and their loader (engine.tasks.runner runs them).
+"""Named tasks declared in YAML (pages/<game>/tasks.yaml): their language (engine.config.taskfiles reads and checks the files, engine.tasks.runner runs them).
 
 A task has preconditions (where it may start), ordered steps, and success criteria checked by observation:
 
@@ -52,8 +52,6 @@ per-game skills file and listed beside the shipped tasks.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
-from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
@@ -61,15 +59,11 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
-    ValidationError,
     model_validator,
 )
 
-from engine.core.errors import GraphError
 from engine.config.schema import Area, Model, Name, Point
 from engine.config.taskvalues import number_of
-from engine.config.yamlmessages import problems_from_validation_error
-from engine.config.yamlsrc import Problem, read_yaml
 
 MAX_RUN_DEPTH = 3
 """How deep `run` steps may nest (a task that runs a task that runs a task)."""
@@ -266,90 +260,12 @@ RepeatStep.model_rebuild()
 ForEachMatchStep.model_rebuild()
 
 
-class TaskBook:
-    """The tasks of one game, checked against its graph."""
-
-    def __init__(self, tasks: list[Task]) -> None:
-        self._tasks = {t.name: t for t in tasks}
-
-    def names(self) -> list[str]:
-        return list(self._tasks)
-
-    def get(self, name: str) -> Task:
-        return self._tasks[name]
-
-    def add(self, task: Task) -> None:
-        """Add `task`, replacing a task of the same name (a skill saved again after a better episode)."""
-        self._tasks[task.name] = task
-
-    def describe(self) -> list[dict[str, str]]:
-        return [{"name": t.name, "description": t.description, "kind": "skill" if t.origin else "task"}
-                for t in self._tasks.values()]
-
-
 def tasks_json_schema() -> dict[str, Any]:
     """The JSON Schema of a tasks file (pages/tasks.schema.json), for editors."""
     body = TaskFile.model_json_schema()
     body.pop("title", None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Task file (engine.config.tasks.TaskFile)",
             **body}
-
-
-def task_files(path: str | Path) -> list[Path]:
-    """The task files at `path`: the file itself, or a folder's tasks*.yaml in name order."""
-    path = Path(path)
-    return sorted(path.glob("tasks*.yaml")) if path.is_dir() else [path]
-
-
-def read_tasks(files: list[Path], graph: Any | None = None) -> tuple[list[Task], list[Problem]]:
-    """Every task in `files` and every problem with them (file:line:col); never raises for a bad file.
-
-    With `graph`, every page, popup, button and text field a task names must be in it.
-    """
-    from engine.config.taskcheck import references, run_calls
-
-    tasks: list[Task] = []
-    problems: list[Problem] = []
-    first: dict[str, str] = {}
-    where: dict[str, tuple[Any, int]] = {}
-    for file in files:
-        source = read_yaml(file)
-        problems.extend(source.problems)
-        if source.problems:
-            continue
-        locator = source.locator
-        try:
-            parsed = TaskFile.model_validate(source.data)
-        except ValidationError as exc:
-            problems.extend(problems_from_validation_error(exc, locator.file, locator, model=TaskFile))
-            continue
-        for index, task in enumerate(parsed.tasks):
-            for loc, message in references(task, graph) if graph is not None else ():
-                problems.append(locator.problem(("tasks", index, *loc), f"task {task.name}: {message}"))
-            here = locator.problem(("tasks", index, "name"), f"task {task.name!r} is declared twice")
-            if task.name in first:
-                problems.append(replace(here, message=f"{here.message} (first at {first[task.name]}); give each "
-                                                      "task its own name"))
-                continue
-            first[task.name] = f"{here.file}:{here.line}"
-            tasks.append(task)
-            where[task.name] = (locator, index)
-    for name, loc, message in run_calls(tasks):
-        locator, index = where[name]
-        problems.append(locator.problem(("tasks", index, *loc), f"task {name}: {message}"))
-    return tasks, problems
-
-
-def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
-    """Load and check a tasks.yaml (a folder means its tasks*.yaml files).
-
-    Raises:
-        GraphError: listing every problem, each with file:line:col.
-    """
-    tasks, problems = read_tasks(task_files(path), graph)
-    if problems:
-        raise GraphError(problems, message=f"{len(problems)} problem(s) in the tasks")
-    return TaskBook(tasks)
 
 
 def walk_steps(items: list, loc: tuple = ("steps",)):

@@ -3,7 +3,7 @@
 ``number_of`` turns a field's text into one number: a duration (``01:23:45``, ``23:45``) counts in seconds, a
 counter ``N/M`` gives N (``part: current``, the default) or M (``part: total``), anything else its first number
 (thousands separators ignored). ``compare`` applies eq, ne, lt, le, gt, ge to numbers, eq/ne to stripped text,
-and ``matches`` searches a regular expression. engine.agent.goals' FieldCheck follows the same rules for numbers and
+and ``matches`` searches a regular expression. engine.config.goals' FieldCheck follows the same rules for numbers and
 counters; this module adds durations and field-to-field comparison.
 """
 

@@ -131,12 +131,3 @@ def load_yaml(path: str | Path) -> tuple[Any, Locator]:
     if source.problems:
         raise YamlError(source.problems)
     return source.data, source.locator
-
-
-def __getattr__(name: str) -> Any:
-    # engine.config.yamlmessages builds on this module's Problem and Locator, so its public name is re-exported lazily.
-    if name == "problems_from_validation_error":
-        from engine.config.yamlmessages import problems_from_validation_error
-
-        return problems_from_validation_error
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 import numpy as np
 import tenacity
@@ -30,9 +30,14 @@ from engine.core.stuck import Detectors
 
 if TYPE_CHECKING:
     from engine.core.results import ToolResult
-    from engine.runtime.transcript import Transcript
 
 log = logging.getLogger(__name__)
+
+
+class EventLog(Protocol):
+    """Where a run's events go (engine.runtime.transcript.Transcript is the one the session passes in)."""
+
+    def record(self, kind: str, **fields: Any) -> None: ...
 
 T = TypeVar("T")
 
@@ -105,7 +110,7 @@ class RunContext:
     cancel: threading.Event | None = None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    transcript: Transcript | None = None
+    transcript: EventLog | None = None
     on_event: Callable[[str, dict[str, Any]], None] | None = None
     bundle_dir: str | None = None
     started: float = field(init=False)

@@ -35,6 +35,8 @@ import cv2
 import numpy as np
 import yaml
 
+from engine.learning.proposals import accept, demote, learned_pack_dir, read_proposal
+
 log = logging.getLogger(__name__)
 
 HALF_SIZES = ((20, 14), (32, 20), (48, 32), (72, 44))
@@ -214,7 +216,6 @@ class Learner:
     def demote(self, ctx: Any, name: str, reason: str, frame: np.ndarray | None = None) -> bool:
         """Take learned popup `name` out of the user's graph and report it (the live engine stops seeing it).
         True when the live graph changed."""
-        from engine.learning.proposals import demote
 
         if self.graph_dir is not None:
             try:
@@ -232,7 +233,6 @@ class Learner:
         """Accept the proposal at `path` if the policy's sightings are reached and nothing speaks against it.
         True when the live graph changed."""
         from engine.core.errors import ConfigError
-        from engine.learning.proposals import accept
 
         if int(proposal.get("sightings", 1)) < int(self.auto or 0):
             return False
@@ -276,7 +276,6 @@ class Learner:
 
     def record(self, lesson: Lesson, page: str) -> tuple[Path, dict[str, Any]]:
         """Write the lesson as a proposal, or count up the proposal of the same screen: its path and contents."""
-        from engine.learning.proposals import read_proposal
 
         self.folder.mkdir(parents=True, exist_ok=True)
         for path in sorted(self.folder.glob("*.yaml")):
@@ -354,22 +353,6 @@ def _now() -> str:
 
 
 # ------------------------------------------------------------------------------------------ a session's learner
-
-LEARNED_PACK = "learned_assets"
-"""The asset pack of learned templates inside a user's graph folder (project layout); layered over the session's."""
-
-
-def learned_pack_dir(graph_dir: str | Path | None) -> Path | None:
-    """Where the learned templates of a user's graph folder go (None for the shipped graph, which is never
-    written)."""
-    from engine.core.paths import builtin_graph_dir
-
-    if graph_dir is None:
-        return None
-    folder = Path(graph_dir)
-    folder = folder.parent if folder.is_file() else folder
-    return None if folder.resolve() == builtin_graph_dir().resolve() else folder / LEARNED_PACK
-
 
 def with_learned(graph_dir: str | Path | None, pack: Any, server: str) -> Any:
     """`pack` under the learned templates of `graph_dir`, when it has some."""

@@ -35,6 +35,23 @@ MAX_BUNDLE_FRAMES = 400
 """Error-bundle frames checked at most (the newest bundles first): accepting stays bounded in time."""
 
 
+LEARNED_PACK = "learned_assets"
+"""The asset pack of learned templates inside a user's graph folder (project layout); layered over the session's."""
+
+
+def learned_pack_dir(graph_dir: str | Path | None) -> Path | None:
+    """Where the learned templates of a user's graph folder go (None for the shipped graph, which is never
+    written)."""
+    from engine.core.paths import builtin_graph_dir
+
+    if graph_dir is None:
+        return None
+    folder = Path(graph_dir)
+    folder = folder.parent if folder.is_file() else folder
+    return None if folder.resolve() == builtin_graph_dir().resolve() else folder / LEARNED_PACK
+
+
+
 class Refused(ConfigError):
     """The proposal's signature fires on frames of known pages (``fired``: their paths)."""
 
@@ -107,13 +124,13 @@ def graph_file(graph_dir: Path, name: str) -> Path:
     return Path(graph_dir) / f"learned_{name.lower()}.yaml"
 
 
-def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = None, *, pages_pack: Any = None,
+def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = None, *, pages_pack: Any,
            by: str = "user") -> dict[str, Any]:
     """Write proposal `name` into `graph_dir` and `pack_dir` after checking it; move it to ``accepted/``.
 
-    `pack_dir` defaults to the graph folder's learned pack (engine.learning.learner.LEARNED_PACK). `pages_pack` is
-    the pack the graph's pages are recognised with (a session's; default: the simulator's drawn
-    templates, what a session without ``--assets`` uses), under the templates of `pack_dir`.
+    `pack_dir` defaults to the graph folder's learned pack (LEARNED_PACK). `pages_pack` is
+    the pack the graph's pages are recognised with (a session's: the simulator's drawn templates when it ran
+    without ``--assets``), under the templates of `pack_dir`.
 
     Raises:
         ConfigError: no such proposal, the shipped graph, a missing frame, the graph no longer loads.
@@ -124,8 +141,6 @@ def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = Non
     from engine.core.paths import builtin_graph_dir, schema_file
 
     path, proposal = load(folder, name)
-    from engine.learning.learner import LEARNED_PACK
-
     graph_dir = Path(graph_dir)
     pack_dir = Path(pack_dir) if pack_dir is not None else graph_dir / LEARNED_PACK
     if not graph_dir.is_dir():
@@ -225,7 +240,7 @@ def known_frames(folder: Path, before: Any, pack: Any) -> list[Path]:
 
 
 def fires_on_known(folder: Path, graph_dir: Path, pack_dir: Path, name: str, before: Any,
-                   pages_pack: Any = None) -> list[Path]:
+                   pages_pack: Any) -> list[Path]:
     """The known pages' frames on which the new popup is observed (the graph is loaded, so it is validated)."""
     import cv2
 
@@ -233,10 +248,6 @@ def fires_on_known(folder: Path, graph_dir: Path, pack_dir: Path, name: str, bef
     from engine.observe.observer import Observer
 
     graph = _load_graph(graph_dir)
-    if pages_pack is None:
-        from engine.sim import SyntheticAssets
-
-        pages_pack = SyntheticAssets(before)
     pack = LayeredPack([DirectoryAssetPack(pack_dir, graph.server), pages_pack], graph.server)
     observer = Observer(graph, pack)
     fired = []

@@ -104,7 +104,7 @@ def open_session(
         transcript_dir: where the JSONL ledger, traces and error bundles go (None: no transcript).
         adb_host, adb_port: the ADB server of a real device (default: the environment's, else 127.0.0.1:5037).
         clock, sleep: injectable for tests (the simulator and every run keep time with them).
-        skills: the skills file merged into the task book (default: engine.agent.skills.skills_file, if there).
+        skills: the skills file merged into the task book (default: engine.core.paths.skills_file, if there).
         control: what taps go through (adb, maatouch, minitouch, auto); default: the tap policy's control.
         providers: runners of outside tasks (engine.tasks.providers, e.g. alas_wrapped's), killed when the session closes.
 
@@ -145,7 +145,7 @@ def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any,
     graph, policies = session.graph, session.policies
     if serial is None:
         from engine.sim import Scenario, start_embedded
-        from engine.sim.state import state_beside
+        from engine.config.simstate import state_beside
 
         if isinstance(scenario, (str, Path)):
             scenario = Scenario.from_file(scenario)
@@ -223,10 +223,10 @@ def reload_tasks(session: Session) -> list[str]:
         GraphError: the skills file is broken or names what the graph lacks (file:line:col).
         ConfigError: a skill has the name of a shipped task.
     """
-    from engine.agent.skills import SkillStore
+    from engine.tasks.skills import SkillStore
     from engine.core.errors import ConfigError
     from engine.tasks.runner import TaskRunner
-    from engine.config.tasks import TaskBook
+    from engine.config.taskfiles import TaskBook
 
     if session.skills_path is None or session.navigator is None:
         return []
@@ -246,13 +246,13 @@ def reload_tasks(session: Session) -> list[str]:
 
 def _progress_dir(graph: Graph) -> Path:
     """Where routines record what they did today: the game's folder under the agent's home."""
-    from engine.agent.skills import agent_home, game_dir
+    from engine.core.paths import agent_home, game_dir
 
     return game_dir(agent_home(), graph) / "progress"
 
 
 def _default_skills(graph: Graph) -> Path:
-    from engine.agent.skills import agent_home, skills_file
+    from engine.core.paths import agent_home, skills_file
 
     return skills_file(agent_home(), graph)
 
@@ -270,7 +270,7 @@ def _asset_pack(assets: str | Path | None, server: str, fallback: str | None = N
 def load_task_book(graph_dir: str | Path | None, graph: Any) -> Any:
     """The tasks beside a graph folder (its tasks*.yaml), checked against the graph; None when it has none."""
     from engine.core.paths import builtin_graph_dir
-    from engine.config.tasks import load_tasks
+    from engine.config.taskfiles import load_tasks
 
     folder = Path(graph_dir) if graph_dir is not None else builtin_graph_dir()
     if folder.is_file():

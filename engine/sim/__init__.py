@@ -17,7 +17,7 @@ from engine.sim.adb_server import FakeAdbServer
 from engine.sim.game import SimGame
 from engine.sim.render import Renderer, SyntheticAssets
 from engine.sim.scenario import Faults, Scenario
-from engine.sim.state import StateSpec
+from engine.config.simstate import StateSpec
 
 __all__ = [
     "EmbeddedSim",
@@ -73,7 +73,7 @@ def start_embedded(
     Args:
         graph: the game to simulate; None loads the shipped default graph (engine.config.loader.load_graph()).
         assets: template pixels to paste; None draws the simulator's synthetic pack.
-        state: the page state the game holds (engine.sim.state.state_beside), or None for none.
+        state: the page state the game holds (engine.config.simstate.state_beside), or None for none.
     """
     if graph is None:
         from engine.config.loader import (

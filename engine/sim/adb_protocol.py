@@ -10,19 +10,16 @@ import logging
 import re
 import socket
 import struct
-import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
 
-from engine.sim.game import SimGame
-from engine.sim.scenario import Faults
 from engine.sim.shell import device_frame, run_shell
 from engine.sim.touch import agent_for, connect_local
 
 if TYPE_CHECKING:
-    from engine.sim.adb_server import FakeAdbServer
+    from engine.sim.simdevice import SimDevice
 
 log = logging.getLogger(__name__)
 
@@ -49,37 +46,12 @@ def framebuffer(frame: np.ndarray) -> bytes:
     return struct.pack("<14I", 2, 32, 1, len(rgba), w, h, 0, 8, 16, 8, 8, 8, 24, 8) + rgba
 
 
-class SimDevice:
-    """One simulated phone as the server sees it: its game, serial, transport id and fault stream."""
-
-    def __init__(self, serial: str, game: SimGame, transport_id: int) -> None:
-        self.serial = serial
-        self.game = game
-        self.transport_id = transport_id
-        # Device faults draw from the scenario's device stream; a lock keeps concurrent clients reproducible
-        # per request order.
-        self.faults: Faults = game.faults
-        self.lock = threading.Lock()
-        self.connected_once = False
-        self.stopped = False
-        """The game's app was force-stopped (am force-stop): black launcher frames until am start / monkey."""
-        self.files: dict[str, bytes] = {}
-        """Files pushed over the sync service, by absolute path."""
-        self.mtimes: dict[str, int] = {}
-        self.reverses: dict[str, str] = {}
-        """adb reverse table: device-side remote -> host-side local."""
-        self.sockets: dict[str, object] = {}
-        """Local (abstract) sockets a running agent listens on, name -> engine.sim.touch agent."""
-
-    def next_fault(self) -> str:
-        with self.lock:
-            return self.faults.device_fault()
-
-
 class Conversation:
     """One client connection: host requests until a transport is chosen, then one device service."""
 
-    def __init__(self, server: FakeAdbServer, sock: socket.socket) -> None:
+    def __init__(self, server: Any, sock: socket.socket) -> None:
+        """`server` is the engine.sim.adb_server.FakeAdbServer that accepted `sock` (its devices, forwards, sync
+        service and stop event)."""
         self.server = server
         self.sock = sock
         self.device: SimDevice | None = None
@@ -328,12 +300,8 @@ class Conversation:
             agent(self.sock, self.server._stopping)
             self.finish()
         elif request == "sync:":
-            from engine.sim.adb_server import (
-                sync_service,  # the server module owns the file services
-            )
-
             self.okay()
-            sync_service(self, device)
+            self.server.sync_service(self, device)  # the server module owns the file services
         elif request.startswith("localabstract:"):
             self.okay()
             if not connect_local(device, request.removeprefix("localabstract:"), self.sock, self.server._stopping):

@@ -27,8 +27,8 @@ from engine.sim.adb_protocol import (  # noqa: F401 - the protocol constants are
     FEATURES,
     Closed,
     Conversation,
-    SimDevice,
 )
+from engine.sim.simdevice import SimDevice
 from engine.sim.game import SimGame
 from engine.sim.shell import run_shell, screencap_png, screencap_raw  # noqa: F401 - re-exported for callers
 from engine.sim.touch import connect_local
@@ -193,6 +193,10 @@ class FakeAdbServer:
         finally:
             with self._sockets_lock:
                 self._sockets.discard(sock)
+
+    def sync_service(self, conv: Conversation, device: SimDevice) -> None:
+        """The file service (``sync:``) a Conversation hands its stream to (this module's sync_service)."""
+        sync_service(conv, device)
 
 
 # ---------------------------------------------------------------------- the sync service (adb push / pull / stat)

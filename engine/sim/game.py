@@ -34,7 +34,7 @@ from engine.sim.compose import transition_frame
 from engine.sim.pagestate import SimState
 from engine.sim.render import POINT_BOX, Renderer
 from engine.sim.scenario import Faults, Scenario
-from engine.sim.state import StateSpec
+from engine.config.simstate import StateSpec
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class SimGame:
         self.sleep = sleep or getattr(getattr(clock, "__self__", None), "sleep", time.sleep)
         overrides = getattr(self.scenario, "state", None)  # a scenario's `state: {...}` replaces initial values
         self.state = SimState(state.with_overrides(overrides), graph, clock()) if state is not None else None
-        """Counters, dots, lists and timers declared beside the graph (engine.sim.state), or None."""
+        """Counters, dots, lists and timers declared beside the graph (engine.config.simstate), or None."""
         self._transition: tuple[np.ndarray, float, float] | None = None
         """A page change in progress: the screen it started from, when it started, when it ends."""
         self._lock = threading.RLock()

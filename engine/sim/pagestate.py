@@ -1,4 +1,4 @@
-"""The simulator's live page state (engine.sim.state declares it): counters, dots, item lists with timers.
+"""The simulator's live page state (engine.config.simstate declares it): counters, dots, item lists with timers.
 
 ``SimState`` is one game's state built from a ``StateSpec``: ``SimGame`` draws it over each page, hands it taps
 before the graph's own controls, and exposes ``truth()`` so tests compare what a task reported with what changed.
@@ -11,7 +11,7 @@ import numpy as np
 
 from engine.config.schema import Graph
 from engine.sim.render import paste
-from engine.sim.state import Condition, Effect, ItemList, StateSpec
+from engine.config.simstate import Condition, Effect, ItemList, StateSpec
 
 RED_BGR = (36, 28, 237)
 

@@ -69,7 +69,7 @@ class Scenario(BaseModel):
     )
     state: dict[str, int | list[dict[str, Any]]] | None = Field(
         None, description="Initial page state replacing the graph's sim_state*.yaml values: {counter: N, list: "
-        "[{name, state, seconds}]} (engine.sim.state).")
+        "[{name, state, seconds}]} (engine.config.simstate).")
     hang_seconds: float = Field(0.0, ge=0, le=600, description="How long a hung request stays silent.")
     hang_on_request: int | None = Field(None, ge=1, description="Hang on this device request (1-based).")
     hang_p: Probability = Field(0.0, ge=0, le=1, description="Chance any device request hangs.")

@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 
 if TYPE_CHECKING:
-    from engine.sim.adb_protocol import SimDevice
+    from engine.sim.simdevice import SimDevice
 
 
 def screencap_raw(frame: np.ndarray) -> bytes:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Callable
 from engine.sim.shell import device_swipe, device_tap, split_env
 
 if TYPE_CHECKING:
-    from engine.sim.adb_protocol import SimDevice
+    from engine.sim.simdevice import SimDevice
 
 log = logging.getLogger(__name__)
 

@@ -18,26 +18,8 @@ from engine.core.errors import EngineError, Interrupted, NavigationError
 from engine.core.results import Observation, Outcome
 from engine.config.schema import KeyAction, SwipeAction, TapAction
 from engine.core.stuck import Detectors
-from engine.config.tasks import (
-    MAX_RUN_DEPTH,
-    Condition,
-    DismissPopupsStep,
-    ForEachMatchStep,
-    GotoStep,
-    KeyStep,
-    MatchCheck,
-    ReadStep,
-    RepeatStep,
-    RunStep,
-    ScrollStep,
-    SwipeStep,
-    TapStep,
-    Task,
-    TaskBook,
-    WaitForStep,
-    describe_condition,
-    walk_steps,
-)
+from engine.config.tasks import MAX_RUN_DEPTH, Condition, DismissPopupsStep, ForEachMatchStep, GotoStep, KeyStep, MatchCheck, ReadStep, RepeatStep, RunStep, ScrollStep, SwipeStep, TapStep, Task, WaitForStep, describe_condition, walk_steps
+from engine.config.taskfiles import TaskBook
 from engine.tasks.sight import TaskSight
 from engine.config.taskvalues import compare
 
@@ -65,7 +47,7 @@ class TaskRunner:
     Args:
         navigator: an engine.navigation.navigator.Navigator (looks, navigation, popups, the belief).
         actuator: performs a task's own taps and keys (default: the navigator's).
-        book: the tasks (engine.config.tasks.TaskBook).
+        book: the tasks (engine.config.taskfiles.TaskBook).
     """
 
     def __init__(self, navigator: Navigator, book: TaskBook, actuator: Actuator | None = None,

@@ -12,7 +12,7 @@ import pytest
 from engine.core.errors import ConfigError
 from engine.runtime.session import open_session
 from engine.tasks.progress import Progress, chore_report
-from engine.config.tasks import TaskBook, read_tasks
+from engine.config.taskfiles import TaskBook, read_tasks
 
 ROUTINE = """tasks:
   - name: to.mail

@@ -16,7 +16,7 @@ import pytest
 from engine.core.errors import GraphError
 from engine.config.loader import load_graph
 from engine.runtime.session import open_session
-from engine.config.tasks import TaskBook, load_tasks, read_tasks
+from engine.config.taskfiles import TaskBook, load_tasks, read_tasks
 from engine.config.taskvalues import compare, number_of
 
 ROOT = Path(__file__).resolve().parents[2]

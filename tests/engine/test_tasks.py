@@ -14,7 +14,8 @@ from engine.core.errors import GraphError
 from engine.config.loader import load_graph
 from engine.core.paths import builtin_graph_dir
 from engine.runtime.session import open_session
-from engine.config.tasks import load_tasks, tasks_json_schema
+from engine.config.tasks import tasks_json_schema
+from engine.config.taskfiles import load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "data" / "graphs" / "good"
@@ -134,7 +135,8 @@ def test_cli_tasks_and_run():
 
 
 def test_a_recorded_goto_is_saved_as_a_trace_and_replays_as_a_task(tmp_path):
-    from engine.config.tasks import TaskBook, task_from_trace
+    from engine.config.tasks import task_from_trace
+    from engine.config.taskfiles import TaskBook
     from engine.runtime.transcript import load_trace
 
     with open_session(transcript_dir=tmp_path) as s:
@@ -192,7 +194,7 @@ def test_a_duplicate_task_name_is_reported_at_its_line(tmp_path):
     ("{type: goto, pgae: page_mail}", 22, "unknown field 'pgae' (did you mean 'page'?)"),
 ])
 def test_task_schema_errors_have_a_line_the_field_and_a_hint(tmp_path, step, col, message):
-    from engine.config.tasks import read_tasks, task_files
+    from engine.config.taskfiles import read_tasks, task_files
 
     folder = _demo_with_tasks(tmp_path, "tasks:\n" + _task("mail", step))
     tasks, problems = read_tasks(task_files(folder))

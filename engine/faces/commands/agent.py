@@ -46,7 +46,7 @@ def _criteria(texts: list[str], graph: Any, tasks: set[str]) -> list[Any]:
     criterion (``{"field": {...}}``), each checked against the graph."""
     from pydantic import ValidationError
 
-    from engine.agent.goals import Criterion, check_criteria
+    from engine.config.goals import Criterion, check_criteria
 
     found = []
     for text in texts:
@@ -71,7 +71,7 @@ def _criteria(texts: list[str], graph: Any, tasks: set[str]) -> list[Any]:
 
 
 def _goal(args: argparse.Namespace, graph: Any, has_model: bool) -> Any:
-    from engine.agent.goals import Goal, free_text_goal, load_goals, task_names_beside
+    from engine.config.goals import Goal, free_text_goal, load_goals, task_names_beside
     from engine.core.paths import builtin_graph_dir
     from engine.core.results import did_you_mean
 
@@ -115,10 +115,11 @@ def _progress(kind: str, data: dict[str, Any]) -> None:
 
 def _agent(args: argparse.Namespace) -> int:
     from engine.agent.checkpoint import EpisodeState, load_checkpoint
-    from engine.agent.goals import Goal
+    from engine.config.goals import Goal
     from engine.agent.loop import Agent, AgentConfig
     from engine.agent.memory import EpisodicMemory
-    from engine.agent.skills import SkillStore, agent_home, game_dir
+    from engine.core.paths import agent_home, game_dir
+    from engine.tasks.skills import SkillStore
     from engine.faces.cli import check_session_arguments, emit, outside_tasks
     from engine.llm import CONFIGURATION_REASONS
     from engine.config.loader import load_graph

@@ -28,6 +28,7 @@ def _capture(args: argparse.Namespace) -> int:
     from engine.config.assetpacks import DirectoryAssetPack, INDEX_FILE, crop, new_index, save_index, write_template
     from engine.config.assets import Template
     from engine.device import open_device
+    from engine.runtime.devices import open_simulated
     from engine.core.errors import ConfigError
     from engine.config.loader import load_graph
 
@@ -40,7 +41,7 @@ def _capture(args: argparse.Namespace) -> int:
     name = button.asset if isinstance(button.asset, str) else f"captured/{button.name}"
     out = Path(args.out)
     index = DirectoryAssetPack(out).index if (out / INDEX_FILE).is_file() else new_index(server)
-    device = open_device(args.serial, graph=graph)
+    device = open_device(args.serial, graph=graph) if args.serial else open_simulated(graph)
     try:
         frame = device.screenshot()
     finally:

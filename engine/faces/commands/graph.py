@@ -36,12 +36,12 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _schema(args: argparse.Namespace) -> int:
     if args.sim_state:
-        from engine.sim.state import state_json_schema
+        from engine.config.simstate import state_json_schema
 
         print(json.dumps(state_json_schema(), indent=2))
         return 0
     if args.goals:
-        from engine.agent.goals import goals_json_schema
+        from engine.config.goals import goals_json_schema
 
         print(json.dumps(goals_json_schema(), indent=2))
         return 0

@@ -56,17 +56,21 @@ def _reject(args: argparse.Namespace) -> int:
 
 
 def _accept(args: argparse.Namespace) -> int:
-    from engine.learning.proposals import accept
+    from engine.learning.proposals import accept, load
 
-    pages = None
-    if args.pages_assets:  # the pack the runs recognised pages with: error-bundle frames are read with it
-        from engine.config.assetpacks import load_pack
-        from engine.config.loader import load_graph
+    load(_folder(args), args.name)  # a broken proposal is named before the graph is read
 
-        if not Path(args.pages_assets).is_dir():
-            raise ConfigError(f"--pages-assets {args.pages_assets}: no such folder")
-        graph = load_graph(args.graph).resolve(None)
-        pages = load_pack(args.pages_assets, graph.server, fallback=graph.fallback_server)
+    from engine.config.assetpacks import load_pack
+    from engine.config.loader import load_graph
+    from engine.sim import SyntheticAssets
+
+    # The pack the runs recognised pages with (error-bundle frames are read with it): the simulator's drawn
+    # templates, unless --pages-assets names a real device's pack.
+    if args.pages_assets and not Path(args.pages_assets).is_dir():
+        raise ConfigError(f"--pages-assets {args.pages_assets}: no such folder")
+    graph = load_graph(args.graph).resolve(None)
+    pages = load_pack(args.pages_assets, graph.server, fallback=graph.fallback_server) if args.pages_assets \
+        else SyntheticAssets(graph)
     pack = Path(args.assets) if args.assets else None  # (default: the graph folder's learned pack)
     print(json.dumps(accept(_folder(args), args.name, Path(args.graph), pack, pages_pack=pages), indent=1))
     return 0

@@ -17,7 +17,7 @@ def _build_game(args: argparse.Namespace):
     from engine.config.loader import load_graph
     from engine.sim import SimGame
     from engine.sim.scenario import Scenario
-    from engine.sim.state import state_beside
+    from engine.config.simstate import state_beside
 
     graph = load_graph(args.graph).resolve(args.server)
     assets = None

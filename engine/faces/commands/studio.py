@@ -17,7 +17,7 @@ DEFAULT_PORT = 8011
 
 def studio_home(graph_dir: str | None) -> Path:
     """$ENGINE_HOME/<game>/studio: the default transcript folder, with the captures below it."""
-    from engine.agent.skills import agent_home, game_dir
+    from engine.core.paths import agent_home, game_dir
     from engine.config.loader import load_graph
 
     return game_dir(agent_home(), load_graph(graph_dir)) / "studio"

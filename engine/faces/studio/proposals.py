@@ -125,7 +125,7 @@ def _adopt(studio: Any) -> bool:
 
 
 def _accept(studio: Any, folder: Path, name: str) -> dict[str, Any]:
-    from engine.learning.learner import learned_pack_dir
+    from engine.learning.proposals import learned_pack_dir
     from engine.learning.proposals import accept
 
     with studio.reviewing:
@@ -137,7 +137,7 @@ def _accept(studio: Any, folder: Path, name: str) -> dict[str, Any]:
 
 
 async def accept_one(request: Request) -> Response:
-    from engine.learning.learner import learned_pack_dir
+    from engine.learning.proposals import learned_pack_dir
     from engine.learning.proposals import Refused
 
     studio = studio_of(request)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import yaml
 
 from engine.agent.gemini import GeminiProvider
-from engine.agent.goals import Budget, Goal
+from engine.config.goals import Budget, Goal
 from engine.agent.loop import Agent
 from engine.device import open_device
 from engine.learning.learner import Learner

@@ -8,7 +8,7 @@ import time
 
 from engine.agent.budget import BudgetEvent, Stop, check
 from engine.agent.checkpoint import EpisodeState, Spend
-from engine.agent.goals import Budget, Goal
+from engine.config.goals import Budget, Goal
 from engine.agent.outcome import MAX_CALLS_SHOWN, MAX_TEXT_CHARS, episode_result
 from engine.core.bounded import Bounded
 from tests.engine.sim.conftest import FakeClock

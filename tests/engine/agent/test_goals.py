@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.agent.goals import (
+from engine.config.goals import (
     Criterion,
     all_held,
     check_criteria,

@@ -16,11 +16,11 @@ import pytest
 
 from engine.agent.checkpoint import EpisodeState, load_checkpoint
 from engine.agent.gemini import GeminiProvider
-from engine.agent.goals import Budget, Goal, free_text_goal
+from engine.config.goals import Budget, Goal, free_text_goal
 from engine.agent.loop import Agent, AgentConfig
 from engine.agent.memory import EpisodicMemory
 from engine.agent.models import Call, ModelTurn, ReplayProvider, Usage
-from engine.agent.skills import SkillStore
+from engine.tasks.skills import SkillStore
 from engine.core.errors import ModelError
 from engine.llm.images import MAX_BYTES
 from engine.config.policies import Policy

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.runtime.devices import open_simulated
 from engine.device import AdbDevice, Device, open_device
 from engine.device import adb as adb_module
 from engine.core.errors import (
@@ -220,7 +221,7 @@ def test_health_after_the_server_stops(serve, fast_policies):
 
 
 def test_open_device_without_serial_runs_the_embedded_simulator(tiny_graph, fast_policies):
-    with open_device(graph=tiny_graph, policies=fast_policies) as device:
+    with open_simulated(tiny_graph, policies=fast_policies) as device:
         assert device.sim is not None and device.serial == device.sim.serial
         assert device.health().ok
         device.tap(640, 360)

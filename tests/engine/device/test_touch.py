@@ -10,7 +10,8 @@ import time
 import pytest
 
 from engine.faces.cli import add_session_arguments
-from engine.device import AdbDevice, open_device
+from engine.runtime.devices import open_simulated
+from engine.device import AdbDevice
 from engine.device import touch as touch_module
 from engine.config.policies import Policies, Policy
 from engine.sim import FakeAdbServer, SimGame
@@ -140,7 +141,7 @@ def test_control_comes_from_the_tap_policy_and_the_cli(fast_policies, served):
 
 
 def test_open_device_starts_the_agent_as_it_opens(tiny_graph):
-    with open_device(graph=tiny_graph, control="maatouch") as device:
+    with open_simulated(tiny_graph, control="maatouch") as device:
         assert device.control == "maatouch" and device.health().control == "maatouch"
         device.tap(640, 360)
         assert device.sim.game.truth()["page"] == "page_b"

@@ -1,4 +1,4 @@
-"""Page state declared beside the graph (engine.sim.state): it loads with located errors, taps change it, timers run
+"""Page state declared beside the graph (engine.config.simstate): it loads with located errors, taps change it, timers run
 on the game's clock, OCR reads back the counters the simulator draws, and truth() shows what really changed."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from engine.core.errors import YamlError
 from engine.config.loader import load_graph
 from engine.sim import SimGame
-from engine.sim.state import StateSpec, load_state
+from engine.config.simstate import StateSpec, load_state
 
 GRAPH_DIR = Path(__file__).resolve().parents[3] / "pages" / "azurlane"
 
@@ -153,7 +153,7 @@ def test_pages_with_state_drawn_are_still_observed(game, graph, page):
 def test_committed_schema_is_current_and_the_shipped_file_points_at_it():
     import json
 
-    from engine.sim.state import state_json_schema
+    from engine.config.simstate import state_json_schema
 
     committed = json.loads((GRAPH_DIR.parent / "sim_state.schema.json").read_text())
     assert committed == state_json_schema(), "run: python -m engine schema --sim-state > pages/sim_state.schema.json"

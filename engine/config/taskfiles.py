@@ -1,14 +1,22 @@
-"""Load-time checks of tasks against the graph and against each other (engine.config.tasks.read_tasks calls them).
+"""Task files: reading tasks*.yaml with file:line:col, checking each task against the graph and the tasks
+against each other, and the book of a game's checked tasks (engine.config.tasks is the language itself).
 
 ``references`` finds every page, popup, button, text field, point and area a task names that the graph does not
 have; ``run_calls`` finds `run` steps that name no task, form a cycle or nest deeper than MAX_RUN_DEPTH. Both
-return locations inside the task, which the reader turns into file:line:col.
+return locations inside the task, which ``read_tasks`` turns into file:line:col.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from engine.core.errors import GraphError
+from engine.config.yamlmessages import problems_from_validation_error
+from engine.config.yamlsrc import Problem, read_yaml
 from engine.config.tasks import (
     MAX_RUN_DEPTH,
     Condition,
@@ -23,8 +31,85 @@ from engine.config.tasks import (
     TapStep,
     Task,
     WaitForStep,
+    TaskFile,
     walk_steps,
 )
+
+class TaskBook:
+    """The tasks of one game, checked against its graph."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self._tasks = {t.name: t for t in tasks}
+
+    def names(self) -> list[str]:
+        return list(self._tasks)
+
+    def get(self, name: str) -> Task:
+        return self._tasks[name]
+
+    def add(self, task: Task) -> None:
+        """Add `task`, replacing a task of the same name (a skill saved again after a better episode)."""
+        self._tasks[task.name] = task
+
+    def describe(self) -> list[dict[str, str]]:
+        return [{"name": t.name, "description": t.description, "kind": "skill" if t.origin else "task"}
+                for t in self._tasks.values()]
+
+
+def task_files(path: str | Path) -> list[Path]:
+    """The task files at `path`: the file itself, or a folder's tasks*.yaml in name order."""
+    path = Path(path)
+    return sorted(path.glob("tasks*.yaml")) if path.is_dir() else [path]
+
+
+def read_tasks(files: list[Path], graph: Any | None = None) -> tuple[list[Task], list[Problem]]:
+    """Every task in `files` and every problem with them (file:line:col); never raises for a bad file.
+
+    With `graph`, every page, popup, button and text field a task names must be in it.
+    """
+    tasks: list[Task] = []
+    problems: list[Problem] = []
+    first: dict[str, str] = {}
+    where: dict[str, tuple[Any, int]] = {}
+    for file in files:
+        source = read_yaml(file)
+        problems.extend(source.problems)
+        if source.problems:
+            continue
+        locator = source.locator
+        try:
+            parsed = TaskFile.model_validate(source.data)
+        except ValidationError as exc:
+            problems.extend(problems_from_validation_error(exc, locator.file, locator, model=TaskFile))
+            continue
+        for index, task in enumerate(parsed.tasks):
+            for loc, message in references(task, graph) if graph is not None else ():
+                problems.append(locator.problem(("tasks", index, *loc), f"task {task.name}: {message}"))
+            here = locator.problem(("tasks", index, "name"), f"task {task.name!r} is declared twice")
+            if task.name in first:
+                problems.append(replace(here, message=f"{here.message} (first at {first[task.name]}); give each "
+                                                      "task its own name"))
+                continue
+            first[task.name] = f"{here.file}:{here.line}"
+            tasks.append(task)
+            where[task.name] = (locator, index)
+    for name, loc, message in run_calls(tasks):
+        locator, index = where[name]
+        problems.append(locator.problem(("tasks", index, *loc), f"task {name}: {message}"))
+    return tasks, problems
+
+
+def load_tasks(path: str | Path, graph: Any | None = None) -> TaskBook:
+    """Load and check a tasks.yaml (a folder means its tasks*.yaml files).
+
+    Raises:
+        GraphError: listing every problem, each with file:line:col.
+    """
+    tasks, problems = read_tasks(task_files(path), graph)
+    if problems:
+        raise GraphError(problems, message=f"{len(problems)} problem(s) in the tasks")
+    return TaskBook(tasks)
+
 
 Found = list[tuple[tuple, str]]
 

@@ -207,7 +207,7 @@ def state_json_schema() -> dict[str, Any]:
     body = StateSpec.model_json_schema(by_alias=True)
     body.pop("title", None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "Simulator state file (engine.sim.state.StateSpec)", **body}
+            "title": "Simulator state file (engine.config.simstate.StateSpec)", **body}
 
 
 # --------------------------------------------------------------------------------------------------- loading

@@ -188,7 +188,7 @@ def goals_json_schema() -> dict[str, Any]:
     body = GoalFile.model_json_schema()
     body.pop("title", None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "Goal file (engine.agent.goals.GoalFile)", **body}
+            "title": "Goal file (engine.config.goals.GoalFile)", **body}
 
 
 def free_text_goal(text: str, budget: Budget | None = None, success: list[Criterion] | None = None) -> Goal:
@@ -329,7 +329,7 @@ def _shape(goal: Goal, depth: int) -> list[tuple[tuple, str]]:
 
 def task_names_beside(folder: Path, graph: Any) -> set[str]:
     """The names of the tasks in `folder`'s tasks*.yaml (what a ``task:`` criterion may name)."""
-    from engine.config.tasks import read_tasks, task_files
+    from engine.config.taskfiles import read_tasks, task_files
 
     # The tasks' own problems are reported by their loader; here only their names matter.
     return {t.name for t in read_tasks(task_files(folder), graph)[0]}
