@@ -36,15 +36,14 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.test_soak import chaos, strongly_connected_targets
 from engine.agent.checkpoint import EpisodeState
-from engine.agent.goals import Budget, Criterion, Goal
 from engine.agent.loop import Agent
 from engine.agent.memory import estimate_tokens
-from engine.agent.prompt import MAX_GRAPH_CHARS
 from engine.agent.models import Call, Message, ModelTurn, ToolDecl, Usage
+from engine.agent.prompt import MAX_GRAPH_CHARS
+from engine.config.goals import Budget, Criterion, Goal
 from engine.runtime.session import open_session
-
-from benchmarks.test_soak import chaos, strongly_connected_targets
 
 EPISODES = int(os.environ.get("AGENT_SOAK_EPISODES", "20"))
 BUDGET = Budget(turns=12, tool_calls=24, seconds=120, tokens=60000)

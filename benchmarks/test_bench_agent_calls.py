@@ -22,13 +22,13 @@ import uuid
 from collections.abc import Sequence
 
 from engine.agent.checkpoint import EpisodeState
-from engine.agent.goals import Goal, free_text_goal, load_goals
 from engine.agent.loop import Agent
 from engine.agent.models import Call, Message, ModelTurn, ToolDecl, Usage
+from engine.config.goals import Goal, free_text_goal, load_goals
+from engine.config.tasks import GotoStep
 from engine.core.paths import builtin_graph_dir
 from engine.navigation.routes import plan_route
 from engine.runtime.session import open_session
-from engine.config.tasks import GotoStep
 
 COUNTERS = {"field": {"name": "commission_running", "op": "matches", "value": r"^\d+\s*/\s*\d+$"}}
 GOALS: list[tuple[str, str, str]] = [

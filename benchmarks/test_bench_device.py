@@ -13,8 +13,8 @@ import socket
 
 import pytest
 
-from engine.device import AdbDevice
 from engine.config.schema import Graph
+from engine.device import AdbDevice
 from engine.sim import FakeAdbServer, Scenario, SimGame
 
 MEDIANS: dict[str, float] = {}

@@ -32,8 +32,8 @@ from maa.resource import Resource  # noqa: E402
 from maa.tasker import Tasker  # noqa: E402
 
 from engine.config.loader import load_graph  # noqa: E402
-from engine.observe.observer import Observer  # noqa: E402
 from engine.config.schema import AnyOfSignature, TemplateSignature  # noqa: E402
+from engine.observe.observer import Observer  # noqa: E402
 from engine.sim import SimGame, SyntheticAssets  # noqa: E402
 
 FRAMES = int(os.environ.get("MAAFW_FRAMES", "8"))

@@ -23,14 +23,14 @@ import time
 import pytest
 
 from benchmarks.test_soak import strongly_connected_targets
-from engine.navigation.actuator import Actuator
+from engine.config.loader import load_graph
+from engine.config.policies import load_policies
 from engine.core.context import RunContext
 from engine.device import open_device
-from engine.config.loader import load_graph
+from engine.navigation.actuator import Actuator
 from engine.navigation.navigator import Navigator
-from engine.observe.observer import Observer
-from engine.config.policies import load_policies
 from engine.navigation.routes import plan_route
+from engine.observe.observer import Observer
 from engine.sim import Scenario, SyntheticAssets, start_embedded
 from engine.sim.process import SharedClock
 

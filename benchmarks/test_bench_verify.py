@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from engine.config.loader import load_graph
-from engine.observe.observer import Observer
 from engine.config.schema import TemplateSignature
+from engine.observe.observer import Observer
 from engine.sim import SimGame, SyntheticAssets
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """The daily soak: `daily` runs on the simulator under the navigation soak's chaos, every chore's claim checked
 against the simulator's truth.
 
-Each run opens a fresh session (so the game holds a full day's chores: engine.sim.state from the graph's
+Each run opens a fresh session (so the game holds a full day's chores: engine.config.simstate from the graph's
 sim_state*.yaml) under ``benchmarks.test_soak.chaos`` with its own seed, runs ``alas_run daily`` once, and reads the
 simulator's state before and after. For every page a chore works on (the page of its first goto):
 
@@ -25,8 +25,8 @@ from collections import defaultdict
 import pytest
 
 from benchmarks.test_soak import chaos
-from engine.runtime.session import open_session
 from engine.config.tasks import GotoStep
+from engine.runtime.session import open_session
 
 RUNS = int(os.environ.get("DAILY_SOAK_RUNS", "1"))
 

@@ -27,14 +27,14 @@ import yaml
 
 from engine.__main__ import main
 from engine.config.assetpacks import DirectoryAssetPack, LayeredPack
+from engine.config.loader import load_graph
+from engine.config.policies import load_policies
 from engine.device import open_device
 from engine.learning.learner import LEARNED_PACK, Learner
-from engine.config.loader import load_graph
 from engine.navigation.navigator import Navigator
 from engine.observe.observer import Observer
-from engine.config.policies import load_policies
-from engine.sim import SyntheticAssets, start_embedded
 from engine.runtime.tools import Tools
+from engine.sim import SyntheticAssets, start_embedded
 from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
 from verifiers.vision import VisionClient

@@ -21,14 +21,14 @@ import time
 
 import pytest
 
-from engine.core.context import RunContext
-from engine.device import open_device
 from engine.config.loader import load_graph
-from engine.navigation.navigator import Navigator
-from engine.observe.observer import Observer
 from engine.config.policies import load_policies
-from engine.navigation.routes import plan_route
+from engine.core.context import RunContext
 from engine.core.errors import NavigationError
+from engine.device import open_device
+from engine.navigation.navigator import Navigator
+from engine.navigation.routes import plan_route
+from engine.observe.observer import Observer
 from engine.sim import Scenario, SyntheticAssets
 from engine.sim.process import SharedClock, SimProcess
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from engine.core.results import Evidence
 from engine.config.schema import ColorSignature, Graph, Page
+from engine.core.results import Evidence
 from verifiers.common import TimedCheck, clip, field, signature_name
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engine.core.results import Evidence
 from engine.config.schema import Graph, Page
+from engine.core.results import Evidence
 
 
 def plain(value: Any, what: str) -> Any:

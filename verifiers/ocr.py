@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.config.schema import Graph, OcrSignature, Page
 from engine.core.errors import VerificationError
 from engine.core.results import Evidence
-from engine.config.schema import Graph, OcrSignature, Page
 from verifiers.common import TimedCheck, clip, plain, signature_name
 
 log = logging.getLogger(__name__)

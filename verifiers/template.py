@@ -17,10 +17,11 @@ import cv2
 import numpy as np
 
 from engine.config.assets import AssetPack
+from engine.config.schema import Graph, Page, TemplateSignature
 from engine.core.errors import MissingAsset
 from engine.core.results import Evidence
-from engine.config.schema import Graph, Page, TemplateSignature
-from verifiers.common import clip, field as sig_field, pyramid, signature_name
+from verifiers.common import clip, pyramid, signature_name
+from verifiers.common import field as sig_field
 
 FLAT_STD = 8.0
 """A template whose gray values vary less than this has no texture to correlate: CCOEFF of it is noise, so it is

@@ -33,10 +33,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from engine.core.errors import ModelError, VisionError
-from engine.llm import GeminiClient, model_image, model_name
 from engine.config.policies import load_policies
+from engine.core.errors import ModelError, VisionError
 from engine.core.results import SUGGESTED_ACTIONS, Evidence
+from engine.llm import GeminiClient, model_image, model_name
 
 log = logging.getLogger(__name__)
 

@@ -15,18 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.agent.checkpoint import Spend
+from engine.core.errors import EpisodeEnded
 
 STOP_REASONS = ("goal_met", "unverified", "blocked", "false_claim", "budget_turns", "budget_tools", "budget_time",
                 "budget_tokens", "repeat", "invalid_answers", "model_error", "cancelled")
 """Every status an episode ends with; only goal_met is ok."""
-
-
-class Stop(Exception):
-    """Ends an episode with a stop reason (internal to the agent)."""
-
-    def __init__(self, reason: str, text: str, **data: Any) -> None:
-        super().__init__(text)
-        self.reason, self.text, self.data = reason, text, data
 
 
 class BudgetEvent(threading.Event):
@@ -60,7 +53,7 @@ def check(spend: Spend, budget: Any, seconds_left: float, *, model: bool, cancel
         after_false_claim: the last thing that happened was a final that did not hold.
     """
     if cancel.is_set():
-        raise Stop("cancelled", "cancelled")
+        raise EpisodeEnded("cancelled", "cancelled")
     spent = None
     if seconds_left <= 0:
         spent = ("budget_time", f"{budget.seconds:g} s")
@@ -74,8 +67,8 @@ def check(spend: Spend, budget: Any, seconds_left: float, *, model: bool, cancel
         return
     reason, what = spent
     if after_false_claim:
-        raise Stop("false_claim", f"the budget ({what}) ran out after a final that did not hold")
-    raise Stop(reason, f"the budget of {what} ran out")
+        raise EpisodeEnded("false_claim", f"the budget ({what}) ran out after a final that did not hold")
+    raise EpisodeEnded(reason, f"the budget of {what} ran out")
 
 
 def left_words(spend: Spend, budget: Any, seconds_left: float) -> str:

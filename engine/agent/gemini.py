@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.agent.models import Call, Message, ModelTurn, ToolDecl, Usage
-from engine.core.errors import ModelError
-from engine.llm import GeminiClient, api_key, model_name
 from engine.config.policies import Policies, Policy, load_policies
+from engine.core.errors import ModelError
 from engine.core.redact import scrub
+from engine.llm import GeminiClient, api_key, model_name
 
 log = logging.getLogger(__name__)
 

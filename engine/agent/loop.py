@@ -40,20 +40,29 @@ from typing import Any
 
 from engine.agent import budget as budgets
 from engine.agent import prompt as prompts
-from engine.agent.budget import STOP_REASONS, BudgetEvent, Stop  # noqa: F401 - STOP_REASONS re-exported
+from engine.agent.budget import STOP_REASONS, BudgetEvent  # noqa: F401 - STOP_REASONS re-exported
 from engine.agent.checkpoint import EpisodeState, save_checkpoint
-from engine.config.goals import Criterion, Goal, all_held, describe_criterion
-from engine.agent.memory import (EpisodicMemory, Percept, WorkingMemory, estimate_tokens,
-                                 harness_note, observation_percept, parser_error, percept_from_result, warning)
+from engine.agent.memory import (
+    EpisodicMemory,
+    Percept,
+    WorkingMemory,
+    estimate_tokens,
+    harness_note,
+    observation_percept,
+    parser_error,
+    percept_from_result,
+    warning,
+)
 from engine.agent.models import Message, ModelTurn, Provider
 from engine.agent.outcome import episode_result, save_skill
 from engine.agent.parse import Action, parse_turn
 from engine.agent.repeat import RepeatGuard
 from engine.agent.verify import Harness, Look
-from engine.core.errors import ModelError
-from engine.llm.images import decode_png, model_image
+from engine.config.goals import Criterion, Goal, all_held, describe_criterion
 from engine.config.policies import RepeatLimits
+from engine.core.errors import EpisodeEnded, ModelError
 from engine.core.results import ToolResult
+from engine.llm.images import decode_png, model_image
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +164,10 @@ class _Episode:
                 self._deterministic()
             while True:
                 self._turn()
-        except Stop as stop:
+        except EpisodeEnded as stop:
             return self._finish(stop)
         except KeyboardInterrupt:
-            return self._finish(Stop("cancelled", "interrupted"))
+            return self._finish(EpisodeEnded("cancelled", "interrupted"))
 
     def _begin(self) -> None:
         look = self._look_and_judge(self.goal.success)
@@ -192,7 +201,7 @@ class _Episode:
         self._check_budget(model=True)
         if self.agent.provider is None:
             why = "free text" if self.goal.free_text else "the deterministic path did not reach it"
-            raise Stop("model_error", f"goal {self.goal.name} needs a model ({why}): set GEMINI_API_KEY",
+            raise EpisodeEnded("model_error", f"goal {self.goal.name} needs a model ({why}): set GEMINI_API_KEY",
                        model_error="not_configured")
         spend = self.state.spend
         spend.turns += 1
@@ -216,7 +225,7 @@ class _Episode:
             outside += time.perf_counter() - tick
         elif action.kind == "blocked":
             reasons = [str(r) for r in action.arguments.get("reasons", [])]
-            raise Stop("blocked", "the model reports the goal blocked: " + "; ".join(reasons), reasons=reasons)
+            raise EpisodeEnded("blocked", "the model reports the goal blocked: " + "; ".join(reasons), reasons=reasons)
         else:
             tick = time.perf_counter()
             self._tool(action)
@@ -249,12 +258,12 @@ class _Episode:
                 self._invalid(f"the model's answer was unusable ({exc.reason}): {exc.message}")
                 return None, took
             if exc.reason == "timeout" and self._seconds_left() <= 0:
-                raise Stop("budget_time", f"the budget of {self.budget.seconds:g} s ran out during a model call",
+                raise EpisodeEnded("budget_time", f"the budget of {self.budget.seconds:g} s ran out during a model call",
                            model_error="timeout") from None
             context = {k: exc.context[k] for k in ("code", "service_status", "service_message", "hint", "model")
                        if k in exc.context}
             hint = f"; {context['hint']}" if "hint" in context else ""
-            raise Stop("model_error", f"the model failed: {exc.message}{hint}", model_error=exc.reason,
+            raise EpisodeEnded("model_error", f"the model failed: {exc.message}{hint}", model_error=exc.reason,
                        **context) from None
         took = time.perf_counter() - tick
         used = turn.usage.total or estimate_tokens(self.system + user) + estimate_tokens(turn.text or "")
@@ -269,7 +278,7 @@ class _Episode:
         verdict = self.repeats.check(action.name, action.arguments)
         n = self.repeats.repeats(action.name, action.arguments) + 1
         if verdict == "stop":
-            raise Stop("repeat", self.repeats.message(action.name, "stop", n), tool=action.name)
+            raise EpisodeEnded("repeat", self.repeats.message(action.name, "stop", n), tool=action.name)
         if verdict == "refuse":
             self.repeats.record(action.name, action.arguments, "refused")
             self._percept(warning(self.repeats.message(action.name, "refuse", n), turn))
@@ -286,7 +295,7 @@ class _Episode:
         """The model claims the goal is reached: the harness looks and checks the user's criteria."""
         turn = self.state.spend.turns
         if not self.goal.success:
-            raise Stop("unverified", f"the model says goal {self.goal.name} is reached, but the goal has no criteria "
+            raise EpisodeEnded("unverified", f"the model says goal {self.goal.name} is reached, but the goal has no criteria "
                        "the engine can check, so it is not verified (give success criteria in a goals file, or "
                        "--until on the command line)", summary=str(action.arguments.get("summary") or ""))
         look = self._look_and_judge(self.goal.success, final=True)
@@ -319,9 +328,9 @@ class _Episode:
         elif result.status == "unknown_screen":
             self._hand_over_unknown({"page": None})
         if self.agent.cancel.is_set():
-            raise Stop("cancelled", "cancelled while a tool ran")
+            raise EpisodeEnded("cancelled", "cancelled while a tool ran")
         if self.calls_cancel.expired:
-            raise Stop("budget_time", f"the budget of {self.budget.seconds:g} s ran out while {name} ran")
+            raise EpisodeEnded("budget_time", f"the budget of {self.budget.seconds:g} s ran out while {name} ran")
         return result
 
     # ------------------------------------------------------------------------------------------------ judging
@@ -345,10 +354,10 @@ class _Episode:
                      blocker=look.blocker, error=look.error)
         self._emit("verify", {"held": all_held(look.results), "page": look.page, "final": final})
         if look.blocker is not None:
-            raise Stop("blocked", f"blocked: {look.blocker}", reasons=[look.blocker], verified_blocker=True)
+            raise EpisodeEnded("blocked", f"blocked: {look.blocker}", reasons=[look.blocker], verified_blocker=True)
         if look.results and all_held(look.results) and (criteria or final):
             self.state.verified = True
-            raise Stop("goal_met", f"goal {self.goal.name} met and verified by looking")
+            raise EpisodeEnded("goal_met", f"goal {self.goal.name} met and verified by looking")
         return look
 
     def _hand_over_unknown(self, seen: dict[str, Any]) -> None:
@@ -372,7 +381,7 @@ class _Episode:
         spend.invalid_in_a_row += 1
         self._percept(parser_error(error, spend.turns, raw=raw))
         if spend.invalid_in_a_row >= self.agent.invalid_answers:
-            raise Stop("invalid_answers", f"the model gave {spend.invalid_in_a_row} unusable answers in a row "
+            raise EpisodeEnded("invalid_answers", f"the model gave {spend.invalid_in_a_row} unusable answers in a row "
                        f"(the last: {error[:200]})")
 
     def _check_budget(self, *, model: bool) -> None:
@@ -381,7 +390,7 @@ class _Episode:
 
     # ------------------------------------------------------------------------------------------------ the end
 
-    def _finish(self, stop: Stop) -> ToolResult:
+    def _finish(self, stop: EpisodeEnded) -> ToolResult:
         state, spend = self.state, self.state.spend
         state.stop_reason = stop.reason
         state.verified = stop.reason == "goal_met" and state.verified
@@ -398,7 +407,7 @@ class _Episode:
         self._emit("stop", result.data)
         return result
 
-    def _remember(self, stop: Stop) -> None:
+    def _remember(self, stop: EpisodeEnded) -> None:
         if self.agent.memory is not None:
             name = self.goal.description if self.goal.name == "free_text" else self.goal.name
             self.agent.memory.remember(name, stop.reason, stop.text, self.state.verified, self.state.spend.turns,

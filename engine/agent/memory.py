@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.core.results import Observation, ToolResult, suggested_action
 from engine.core.redact import redact
+from engine.core.results import Observation, ToolResult, suggested_action
 
 log = logging.getLogger(__name__)
 

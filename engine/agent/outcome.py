@@ -11,9 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from engine.agent.budget import Stop
 from engine.config.goals import describe_criterion
-from engine.core.errors import EngineError
+from engine.core.errors import EngineError, EpisodeEnded
 from engine.core.results import ToolResult, make_result
 
 log = logging.getLogger(__name__)
@@ -22,7 +21,7 @@ MAX_CALLS_SHOWN = 20
 MAX_TEXT_CHARS = 500
 
 
-def episode_result(goal: Any, state: Any, stop: Stop, look: Any, checkpoint: str | None,
+def episode_result(goal: Any, state: Any, stop: EpisodeEnded, look: Any, checkpoint: str | None,
                    skill: str | None) -> ToolResult:
     """The ToolResult of an ended episode (`look`: the harness's last look, or None)."""
     spend = state.spend

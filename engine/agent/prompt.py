@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.config.goals import Goal, describe_criterion
 from engine.agent.models import ToolDecl
+from engine.config.goals import Goal, describe_criterion
 from engine.runtime.tools import SPECS
 
 FINAL = "final"

@@ -14,8 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-
-from engine.config.tasks import GotoStep, SwipeStep, Task, TapStep
+from engine.config.tasks import GotoStep, SwipeStep, TapStep, Task
 from engine.tasks.skills import SkillStore
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from typing import Any
 from engine.config.goals import Blocker, Criterion, CriterionResult, Goal, all_held, evaluate
 from engine.core.bounded import Overrun
 from engine.core.errors import EngineError
-from engine.llm.images import ModelImage, model_image
 from engine.core.results import Observation
+from engine.llm.images import ModelImage, model_image
 
 SETTLE_S = 0.2
 """Pause between looks while the screen is loading or black."""

@@ -54,11 +54,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
-from engine.core.errors import GraphError
-from engine.core.results import Observation
 from engine.config.schema import Model, Name
 from engine.config.yamlmessages import problems_from_validation_error
 from engine.config.yamlsrc import Locator, Problem, read_yaml
+from engine.core.errors import GraphError
+from engine.core.results import Observation
 
 logger = logging.getLogger(__name__)
 

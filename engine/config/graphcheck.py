@@ -29,9 +29,8 @@ from engine.config.schema import (
     TapAction,
     TemplateSignature,
 )
-from engine.core.results import closest
 from engine.config.yamlsrc import LocPath, Problem
-
+from engine.core.results import closest
 
 # --------------------------------------------------------------------------------------------------- walking
 

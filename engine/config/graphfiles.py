@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from engine.config import schema
 from engine.config.schema import Button, GraphFile, Page, Popup
 from engine.config.yamlmessages import problems_from_validation_error
-from engine.config.yamlsrc import LocPath, Locator, Problem, read_yaml
+from engine.config.yamlsrc import Locator, LocPath, Problem, read_yaml
 
 GRAPH_WIDE_FIELDS = (
     "game",

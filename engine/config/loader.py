@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from engine.core import paths
-from engine.core.errors import GraphError
 from engine.config.graphcheck import Checker
 from engine.config.graphfiles import (  # noqa: F401 - graph_files and the constants are re-exported
     COMPANION_PREFIXES,
@@ -35,6 +33,8 @@ from engine.config.graphfiles import (  # noqa: F401 - graph_files and the const
 )
 from engine.config.schema import Graph, GraphFile
 from engine.config.yamlsrc import Problem
+from engine.core import paths
+from engine.core.errors import GraphError
 
 logger = logging.getLogger(__name__)
 
@@ -151,8 +151,8 @@ def check_graph(
 
 
 def _policy_names(policies: str | Path | Iterable[str] | None) -> tuple[set[str] | None, list[Problem]]:
-    from engine.core.errors import ConfigError
     from engine.config.policies import load_policies, read_policy_file
+    from engine.core.errors import ConfigError
 
     try:
         shipped = set(load_policies().names)

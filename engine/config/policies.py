@@ -21,11 +21,11 @@ from typing import Annotated, Any, Callable, Literal, Union
 import tenacity
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from engine.config.yamlmessages import problems_from_validation_error
+from engine.config.yamlsrc import Problem, read_yaml
 from engine.core import errors
 from engine.core.errors import ConfigError
 from engine.core.results import closest
-from engine.config.yamlmessages import problems_from_validation_error
-from engine.config.yamlsrc import Problem, read_yaml
 
 log = logging.getLogger(__name__)
 

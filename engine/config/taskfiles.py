@@ -14,15 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.core.errors import GraphError
-from engine.config.yamlmessages import problems_from_validation_error
-from engine.config.yamlsrc import Problem, read_yaml
 from engine.config.tasks import (
     MAX_RUN_DEPTH,
     Condition,
     ForEachMatchStep,
-    MatchCheck,
     GotoStep,
+    MatchCheck,
     ReadStep,
     RepeatStep,
     RunStep,
@@ -30,10 +27,14 @@ from engine.config.tasks import (
     SwipeStep,
     TapStep,
     Task,
-    WaitForStep,
     TaskFile,
+    WaitForStep,
     walk_steps,
 )
+from engine.config.yamlmessages import problems_from_validation_error
+from engine.config.yamlsrc import Problem, read_yaml
+from engine.core.errors import GraphError
+
 
 class TaskBook:
     """The tasks of one game, checked against its graph."""

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import pydantic
 from pydantic import BaseModel
 
-from engine.core.results import closest
 from engine.config.yamlsrc import Locator, LocPath, Problem
+from engine.core.results import closest
 
 _UNION_BRANCH_PREFIXES = ("tuple[", "list[", "dict[", "str", "int", "float", "bool", "function-")
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.core.errors import YamlError
 from engine.config.yamlsafe import LIMITS, Limits, LocPath, parse, read_text
+from engine.core.errors import YamlError
 
 __all__ = ["LIMITS", "Limits", "LocPath", "Locator", "Problem", "YamlError", "YamlSource", "load_yaml", "read_yaml"]
 

@@ -3,7 +3,8 @@
     EngineError
     ├── ConfigError            fail fast: a graph, policy or task file is wrong (carries file, line, col)
     │   ├── GraphError         one or more problems in a graph folder (carries the list of Problems)
-    │   └── YamlError          a YAML file could not be read cleanly (carries the list of Problems)
+    │   ├── YamlError          a YAML file could not be read cleanly (carries the list of Problems)
+    │   └── ProposalRefused    a learned popup's signature fires on frames of known pages (carries the frames)
     ├── DeviceError            the device or ADB misbehaved (carries serial)
     │   ├── TransientDeviceError   worth a retry after a reconnect
     │   │   ├── DeviceTimeout          a call did not answer inside its bound
@@ -13,12 +14,13 @@
     │   └── PersistentDeviceError  retrying will not help; run the health probe and report
     │       ├── AdbServerDown          nothing listens at the ADB server address
     │       ├── DeviceNotFound         the serial is not among the server's devices
-    │       └── BadFrame               the frame cannot be used (portrait, wrong shape, undecodable)
+    │       ├── BadFrame               the frame cannot be used (portrait, wrong shape, undecodable)
+    │       └── AgentUnavailable       a touch agent cannot run here (taps fall back to adb input)
     ├── VerificationError      the screen could not be checked
     │   ├── MissingAsset           the asset pack has no template for a signature
     │   └── VisionError            the vision model could not be asked, or its answer cannot be trusted
     ├── ModelError             a language model could not be asked, or its answer cannot be used (carries reason)
-    └── NavigationError        a goto or run could not finish
+    ├── NavigationError        a goto or run could not finish
         ├── UnknownPage            a page name the graph does not have (carries suggestions)
         ├── NoRoute                no chain of links leads from one page to the other
         ├── Stuck                  a click loop, a repeated hop, or no progress
@@ -27,6 +29,10 @@
         └── Interrupted            the run was stopped from outside; it ends at its next checkpoint
             ├── Cancelled              the caller cancelled it
             └── DeadlineExceeded       its time bound passed
+    ├── ResponseTooLarge       a model's answer passed the size bound in the HTTP transport (becomes a ModelError)
+    ├── EpisodeEnded           an agent's episode ends with a stop reason (the loop turns it into its result)
+    ├── PathRefused            a request names a file outside its root, or none (the studio; carries an HTTP status)
+    └── StreamClosed           the simulator's fake device closes an ADB stream (the client went, or on purpose)
 
 A miss (a signature that does not hit, a page that is not the expected one) is a result, not an exception.
 Every class carries ``status``: the machine word a ToolResult reports for it.
@@ -224,3 +230,51 @@ class Cancelled(Interrupted):
 
 class DeadlineExceeded(Interrupted):
     status = "timeout"
+
+
+class ProposalRefused(ConfigError):
+    """The proposal's signature fires on frames of known pages (``fired``: their paths); nothing was written."""
+
+    status = "refused"
+
+    def __init__(self, message: str, fired: list) -> None:
+        super().__init__(message)
+        self.fired = fired
+
+
+class AgentUnavailable(PersistentDeviceError):
+    """A touch agent cannot run here (package missing, no binary for the ABI, it did not start)."""
+
+
+class ResponseTooLarge(EngineError):
+    """Raised inside the HTTP transport when a response passes the size bound (the client makes it a ModelError)."""
+
+    def __init__(self, size: int, limit: int, *, declared: bool) -> None:
+        how = "declares" if declared else "passed"
+        super().__init__(f"the response {how} {size} bytes, over the bound of {limit}")
+        self.size, self.limit = size, limit
+
+
+class EpisodeEnded(EngineError):
+    """Ends an agent's episode with a stop reason (internal to the agent loop, which reports it)."""
+
+    def __init__(self, reason: str, text: str, **data: object) -> None:
+        super().__init__(text)
+        self.reason, self.text, self.data = reason, text, data
+
+
+class PathRefused(EngineError):
+    """A name from a request that would leave its root (``..``, absolute, a symlink out) or does not exist."""
+
+    status = "refused"
+
+    def __init__(self, message: str, status: int = 404) -> None:
+        super().__init__(message)
+        self.http_status = status
+
+
+class StreamClosed(EngineError):
+    """The simulator's fake device ends an ADB stream: the client went away, or it drops it on purpose."""
+
+    def __init__(self, message: str = "the ADB stream is closed") -> None:
+        super().__init__(message)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 
+from engine.config.policies import Policies
 from engine.device.adb import AdbDevice, adb_server_address, is_network_serial
 from engine.device.base import KEYCODES, Device, keycode
 from engine.device.faults import classify
 from engine.device.health import Health
-from engine.config.policies import Policies
 
 log = logging.getLogger(__name__)
 

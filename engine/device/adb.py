@@ -21,12 +21,7 @@ from typing import Callable
 import adbutils
 import numpy as np
 
-from engine.device import frames
-from engine.device.base import keycode
-from engine.device.client import BoundedClient
-from engine.device.faults import classify
-from engine.device.health import Health
-from engine.device.touch import CONTROLS, TouchAgent, choose
+from engine.config.policies import Policies, Policy, load_policies
 from engine.core.errors import (
     AdbServerDown,
     BadFrame,
@@ -37,7 +32,12 @@ from engine.core.errors import (
     DeviceOffline,
     DeviceTimeout,
 )
-from engine.config.policies import Policies, Policy, load_policies
+from engine.device import frames
+from engine.device.base import keycode
+from engine.device.client import BoundedClient
+from engine.device.faults import classify
+from engine.device.health import Health
+from engine.device.touch import CONTROLS, TouchAgent, choose
 
 log = logging.getLogger(__name__)
 

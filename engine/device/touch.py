@@ -21,12 +21,23 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from engine.device.adb import AdbDevice
+from engine.core.errors import AgentUnavailable
 
 log = logging.getLogger(__name__)
+
+
+class AgentHost(Protocol):
+    """What an agent needs of the device it runs on (engine.device.adb.AdbDevice): where its ADB server is and
+    the adbutils objects that push files and open streams."""
+
+    serial: str
+    host: str
+    port: int
+    _adb: Any
+    _client: Any
+
 
 CONTROLS = ("adb", "maatouch", "minitouch", "auto")
 AGENTS = ("maatouch", "minitouch")
@@ -35,10 +46,6 @@ MAATOUCH_CLASS = "com.shxyke.MaaTouch.App"
 MINITOUCH_SOCKET = "localabstract:minitouch"
 START_BOUND = 6.0
 """Seconds an agent may take to be pushed, started and to say hello (app_process starts a JVM)."""
-
-
-class AgentUnavailable(Exception):
-    """The agent cannot run here (package missing, no binary for the ABI, it did not start)."""
 
 
 def agent_binary(kind: str, abi: str = "") -> Path:
@@ -156,7 +163,7 @@ class TouchAgent:
                     pass
 
 
-def start_agent(device: AdbDevice, kind: str, screen: tuple[int, int]) -> TouchAgent:
+def start_agent(device: AgentHost, kind: str, screen: tuple[int, int]) -> TouchAgent:
     """Push `kind` to `device`, start it and say hello; AgentUnavailable (or an adb error) when it cannot."""
     adb = device._adb
     with device._client.bounded(START_BOUND):
@@ -195,7 +202,7 @@ def start_agent(device: AdbDevice, kind: str, screen: tuple[int, int]) -> TouchA
         raise
 
 
-def choose(device: AdbDevice, control: str, screen: tuple[int, int]) -> tuple[TouchAgent | None, str]:
+def choose(device: AgentHost, control: str, screen: tuple[int, int]) -> tuple[TouchAgent | None, str]:
     """Start the agent `control` asks for (``auto``: the fastest that starts); (agent or None, why)."""
     if control == "adb":
         return None, "adb: input tap (asked for)"

@@ -46,8 +46,8 @@ from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from engine import __version__
-from engine.faces.mcpwire import QueuedStdout, StampedStdin
 from engine.core.results import ToolResult, tool_result_model
+from engine.faces.mcpwire import QueuedStdout, StampedStdin
 from engine.runtime.tools import SPECS, Tools
 
 log = logging.getLogger(__name__)

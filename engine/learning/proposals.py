@@ -8,7 +8,7 @@ Accepting writes the popup into the user's graph folder as a new file (``learned
 modeline) and its template into the user's asset pack, but only after the graph still loads (file:line errors as
 usual) and the new signature fires on no frame of a known page: those the learner kept (``known/``) and those of
 the error bundles beside the proposals that the graph without it reads as a known page. Otherwise nothing stays
-written and ``Refused`` names the frames where it fired. The shipped graph is never written.
+written and ``ProposalRefused`` names the frames where it fired. The shipped graph is never written.
 
 A learned popup that misfires later (its dismissal does not work, or it fired where a known page was) is demoted:
 its file leaves the graph folder for ``demoted/`` beside the proposals, with the reason.
@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from engine.core.errors import ConfigError
+from engine.core.errors import ConfigError, ProposalRefused
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +50,6 @@ def learned_pack_dir(graph_dir: str | Path | None) -> Path | None:
     folder = folder.parent if folder.is_file() else folder
     return None if folder.resolve() == builtin_graph_dir().resolve() else folder / LEARNED_PACK
 
-
-
-class Refused(ConfigError):
-    """The proposal's signature fires on frames of known pages (``fired``: their paths)."""
-
-    def __init__(self, message: str, fired: list[Path]) -> None:
-        super().__init__(message)
-        self.fired = fired
 
 
 def read_proposal(path: Path) -> dict[str, Any]:
@@ -134,7 +126,7 @@ def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = Non
 
     Raises:
         ConfigError: no such proposal, the shipped graph, a missing frame, the graph no longer loads.
-        Refused: the signature fires on known pages' frames (nothing stays written).
+        ProposalRefused: the signature fires on known pages' frames (nothing stays written).
     """
     import cv2
 
@@ -165,7 +157,7 @@ def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = Non
         raise
     if fired:
         _undo(written, index_file, index_before)
-        raise Refused(f"{proposal['name']}'s signature also fires on frames of known pages: "
+        raise ProposalRefused(f"{proposal['name']}'s signature also fires on frames of known pages: "
                       f"{', '.join(str(f) for f in fired)}; nothing was written (cut another crop, or reject it)",
                       fired)
     _move(path, Path(folder) / "accepted")

@@ -29,9 +29,9 @@ from typing import Any
 
 import tenacity
 
-from engine.core.errors import ModelError
-from engine.llm.errors import RETRIED_REASONS, api_failure
+from engine.core.errors import ModelError, ResponseTooLarge
 from engine.core.redact import add_secret, redact_text
+from engine.llm.errors import RETRIED_REASONS, api_failure
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +40,6 @@ MAX_RESPONSE_BYTES = 1024 * 1024
 GRACE_S = 0.5
 """How long past the deadline the caller waits for the loop to deliver the cancellation (never the server)."""
 CLOSE_S = 1.0
-
-
-class ResponseTooLarge(Exception):
-    """Raised inside the HTTP client when a response passes the size bound (becomes ModelError oversized)."""
-
-    def __init__(self, size: int, limit: int, *, declared: bool) -> None:
-        how = "declares" if declared else "passed"
-        super().__init__(f"the response {how} {size} bytes, over the bound of {limit}")
-        self.size, self.limit = size, limit
 
 
 class GeminiClient:

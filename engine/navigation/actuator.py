@@ -15,8 +15,8 @@ from engine.config.schema import Action, Graph, KeyAction, SwipeAction, TapActio
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
-    from engine.device.base import Device
     from engine.core.results import Observation
+    from engine.device.base import Device
 
 
 @dataclass(frozen=True)

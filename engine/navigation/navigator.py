@@ -27,17 +27,23 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 import numpy as np
 
-from engine.navigation.actuator import Actuator, Performed, action_key
+from engine.config.schema import Action, Graph, Link, TapAction
 from engine.core.errors import (
-    DeviceError, EngineError, Interrupted, NavigationError, PopupBlocking, Stuck, TransientDeviceError,
+    DeviceError,
+    EngineError,
+    Interrupted,
+    NavigationError,
+    PopupBlocking,
+    Stuck,
+    TransientDeviceError,
     UnknownPage,
 )
+from engine.core.results import Observation, Outcome, Verdict, closest
+from engine.core.stuck import Settling, same_pixels
+from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
 from engine.navigation.recovery import escalate, recover
-from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.navigation.routes import canonical_page, home_buttons, plan_route
-from engine.config.schema import Action, Graph, Link, TapAction
-from engine.core.stuck import Settling, same_pixels
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.core.errors import UnknownScreen
 from engine.config.schema import KeyAction, TapAction
+from engine.core.errors import UnknownScreen
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext

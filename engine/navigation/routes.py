@@ -14,9 +14,9 @@ import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from engine.config.schema import Graph, Link, TapAction
 from engine.core.errors import NoRoute, UnknownPage
 from engine.core.results import closest
-from engine.config.schema import Graph, Link, TapAction
 
 
 class Hop(NamedTuple):

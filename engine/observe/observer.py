@@ -41,11 +41,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from engine.config.assets import AssetPack
-from engine.observe.checks import CombinedCheck, Target, closest_misses
-from engine.device.frames import fit, frame_problem
+from engine.config.schema import AnyOfSignature, ColorSignature, Graph, OcrSignature, Page, Popup, TemplateSignature
 from engine.core.errors import BadFrame, VerificationError
 from engine.core.results import Evidence, Observation
-from engine.config.schema import AnyOfSignature, ColorSignature, Graph, OcrSignature, Page, Popup, TemplateSignature
+from engine.device.frames import fit, frame_problem
+from engine.observe.checks import CombinedCheck, Target, closest_misses
 from verifiers import color as color_verifier
 from verifiers import ocr as ocr_verifier
 from verifiers import template as template_verifier

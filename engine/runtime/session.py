@@ -23,13 +23,13 @@ from engine.config.policies import Policies, load_policies
 
 if TYPE_CHECKING:
     from engine.config.assets import AssetPack
+    from engine.config.schema import Graph
     from engine.device.base import Device
     from engine.navigation.navigator import Navigator
     from engine.observe.observer import Observer
-    from engine.config.schema import Graph
-    from engine.tasks.runner import TaskRunner
     from engine.runtime.tools import Tools
     from engine.runtime.transcript import Transcript
+    from engine.tasks.runner import TaskRunner
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +144,8 @@ def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any,
 
     graph, policies = session.graph, session.policies
     if serial is None:
-        from engine.sim import Scenario, start_embedded
         from engine.config.simstate import state_beside
+        from engine.sim import Scenario, start_embedded
 
         if isinstance(scenario, (str, Path)):
             scenario = Scenario.from_file(scenario)
@@ -223,10 +223,10 @@ def reload_tasks(session: Session) -> list[str]:
         GraphError: the skills file is broken or names what the graph lacks (file:line:col).
         ConfigError: a skill has the name of a shipped task.
     """
-    from engine.tasks.skills import SkillStore
+    from engine.config.taskfiles import TaskBook
     from engine.core.errors import ConfigError
     from engine.tasks.runner import TaskRunner
-    from engine.config.taskfiles import TaskBook
+    from engine.tasks.skills import SkillStore
 
     if session.skills_path is None or session.navigator is None:
         return []
@@ -269,8 +269,8 @@ def _asset_pack(assets: str | Path | None, server: str, fallback: str | None = N
 
 def load_task_book(graph_dir: str | Path | None, graph: Any) -> Any:
     """The tasks beside a graph folder (its tasks*.yaml), checked against the graph; None when it has none."""
-    from engine.core.paths import builtin_graph_dir
     from engine.config.taskfiles import load_tasks
+    from engine.core.paths import builtin_graph_dir
 
     folder = Path(graph_dir) if graph_dir is not None else builtin_graph_dir()
     if folder.is_file():

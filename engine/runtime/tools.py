@@ -26,26 +26,26 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from engine.navigation.actuator import Actuator
+from engine.config.schema import SwipeAction, TapAction
 from engine.core.bounded import WAITING, Bounded, Overrun
 from engine.core.context import RunContext
-from engine.device.frames import frame_problem
 from engine.core.errors import DeviceError, EngineError
-from engine.navigation.navigator import describe
-from engine.tasks.providers import TaskProvider, device_owner, outside_bound, provider_for, run_external
-from engine.navigation.routes import canonical_page
 from engine.core.results import Observation, Outcome, ToolResult, did_you_mean, make_result
-from engine.config.schema import SwipeAction, TapAction
+from engine.device.frames import frame_problem
+from engine.navigation.actuator import Actuator
+from engine.navigation.navigator import describe
+from engine.navigation.routes import canonical_page
 from engine.runtime.toolspecs import SPECS, TOOL_NAMES, ToolSpec  # noqa: F401 - re-exported
+from engine.tasks.providers import TaskProvider, device_owner, outside_bound, provider_for, run_external
 
 if TYPE_CHECKING:
+    from engine.config.policies import Policies
+    from engine.config.schema import Graph
     from engine.device.base import Device
     from engine.navigation.navigator import Navigator
     from engine.observe.observer import Observer
-    from engine.config.policies import Policies
-    from engine.config.schema import Graph
-    from engine.tasks.runner import TaskRunner
     from engine.runtime.transcript import Transcript
+    from engine.tasks.runner import TaskRunner
 
 log = logging.getLogger(__name__)
 

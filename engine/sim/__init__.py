@@ -13,11 +13,11 @@ from typing import Callable
 
 from engine.config.assets import AssetPack
 from engine.config.schema import Graph
+from engine.config.simstate import StateSpec
 from engine.sim.adb_server import FakeAdbServer
 from engine.sim.game import SimGame
 from engine.sim.render import Renderer, SyntheticAssets
 from engine.sim.scenario import Faults, Scenario
-from engine.config.simstate import StateSpec
 
 __all__ = [
     "EmbeddedSim",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import cv2
 import numpy as np
 
+from engine.core.errors import StreamClosed
 from engine.sim.shell import device_frame, run_shell
 from engine.sim.touch import agent_for, connect_local
 
@@ -27,10 +28,6 @@ ADB_VERSION = 41
 """Protocol version of adb 1.0.41 (Debian's client); a mismatch makes that client kill and restart the server."""
 FEATURES = "shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,fixed_push_symlink_timestamp,abb_exec"
 DRAIN_TIMEOUT = 0.5
-
-
-class Closed(Exception):
-    """The client went away, or we drop the connection on purpose."""
 
 
 def block(text: str | bytes) -> bytes:
@@ -64,7 +61,7 @@ class Conversation:
         while len(data) < n:
             chunk = self.sock.recv(n - len(data))
             if not chunk:
-                raise Closed()
+                raise StreamClosed()
             data += chunk
         return data
 
@@ -132,7 +129,7 @@ class Conversation:
             seconds = self.device.faults.scenario.hang_seconds
             log.info("scenario: request on %s hangs for %.1fs", self.device.serial, seconds)
             self.server._stopping.wait(seconds)
-            raise Closed()
+            raise StreamClosed()
 
     def host_request(self, request: str) -> bool:
         """Answer a host request. Returns True when the connection continues with another request."""
@@ -229,7 +226,7 @@ class Conversation:
             return
         self.hang_if_told()
         if self.fault == "closed":
-            raise Closed()
+            raise StreamClosed()
         device = self.device
         answers = {
             "features": FEATURES,
@@ -305,7 +302,7 @@ class Conversation:
         elif request.startswith("localabstract:"):
             self.okay()
             if not connect_local(device, request.removeprefix("localabstract:"), self.sock, self.server._stopping):
-                raise Closed()  # nothing listens there: the device closes the stream at once
+                raise StreamClosed()  # nothing listens there: the device closes the stream at once
             self.finish()
         elif request.startswith(("host:forward:", "host:killforward", "host:list-forward")):
             self._forward(device.serial, request.removeprefix("host:"))  # Debian's adb: host:tport, then this
@@ -359,6 +356,6 @@ class Conversation:
             self.send(payload[: len(payload) // 2])
             log.info("scenario: connection to %s closed mid-answer", self.device.serial)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            raise Closed()
+            raise StreamClosed()
         self.send(payload)
         self.finish()

@@ -21,16 +21,16 @@ import struct
 import threading
 import time
 
+from engine.core.errors import StreamClosed
 from engine.sim.adb_protocol import (  # noqa: F401 - the protocol constants are re-exported
     ADB_VERSION,
     DRAIN_TIMEOUT,
     FEATURES,
-    Closed,
     Conversation,
 )
-from engine.sim.simdevice import SimDevice
 from engine.sim.game import SimGame
 from engine.sim.shell import run_shell, screencap_png, screencap_raw  # noqa: F401 - re-exported for callers
+from engine.sim.simdevice import SimDevice
 from engine.sim.touch import connect_local
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ class FakeAdbServer:
             self._sockets.add(sock)
         try:
             Conversation(self, sock).run()
-        except Closed:
+        except StreamClosed:
             pass
         except (OSError, socket.timeout) as exc:
             log.debug("client connection ended: %s", exc)

@@ -30,11 +30,11 @@ from engine.config.schema import (
     TapAction,
     WaitAction,
 )
+from engine.config.simstate import StateSpec
 from engine.sim.compose import transition_frame
 from engine.sim.pagestate import SimState
 from engine.sim.render import POINT_BOX, Renderer
 from engine.sim.scenario import Faults, Scenario
-from engine.config.simstate import StateSpec
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ import cv2
 import numpy as np
 
 from engine.config.schema import Graph
-from engine.sim.render import paste
 from engine.config.simstate import Condition, Effect, ItemList, StateSpec
+from engine.sim.render import paste
 
 RED_BGR = (36, 28, 237)
 

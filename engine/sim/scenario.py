@@ -107,9 +107,9 @@ class Scenario(BaseModel):
         """
         from pydantic import ValidationError
 
-        from engine.core.errors import YamlError
         from engine.config.yamlmessages import problems_from_validation_error
         from engine.config.yamlsrc import load_yaml
+        from engine.core.errors import YamlError
 
         data, locator = load_yaml(path)
         try:

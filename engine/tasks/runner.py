@@ -14,20 +14,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.config.schema import KeyAction, SwipeAction, TapAction
+from engine.config.taskfiles import TaskBook
+from engine.config.tasks import (
+    MAX_RUN_DEPTH,
+    Condition,
+    DismissPopupsStep,
+    ForEachMatchStep,
+    GotoStep,
+    KeyStep,
+    MatchCheck,
+    ReadStep,
+    RepeatStep,
+    RunStep,
+    ScrollStep,
+    SwipeStep,
+    TapStep,
+    Task,
+    WaitForStep,
+    describe_condition,
+    walk_steps,
+)
+from engine.config.taskvalues import compare
 from engine.core.errors import EngineError, Interrupted, NavigationError
 from engine.core.results import Observation, Outcome
-from engine.config.schema import KeyAction, SwipeAction, TapAction
 from engine.core.stuck import Detectors
-from engine.config.tasks import MAX_RUN_DEPTH, Condition, DismissPopupsStep, ForEachMatchStep, GotoStep, KeyStep, MatchCheck, ReadStep, RepeatStep, RunStep, ScrollStep, SwipeStep, TapStep, Task, WaitForStep, describe_condition, walk_steps
-from engine.config.taskfiles import TaskBook
 from engine.tasks.sight import TaskSight
-from engine.config.taskvalues import compare
 
 if TYPE_CHECKING:
-    from engine.navigation.actuator import Actuator
-    from engine.tasks.progress import Progress
     from engine.core.context import RunContext
+    from engine.navigation.actuator import Actuator
     from engine.navigation.navigator import Navigator
+    from engine.tasks.progress import Progress
 
 STEP_SETTLE_S = 0.3
 """Pause after a task's own tap or key before looking at its effect."""

@@ -5,9 +5,16 @@ import json
 import numpy as np
 import pytest
 
+from engine.config.assetpacks import (
+    AlasAssetPack,
+    DirectoryAssetPack,
+    load_pack,
+    new_index,
+    nonblack_bbox,
+    save_index,
+    write_template,
+)
 from engine.config.assets import Template
-from engine.config.assetpacks import (AlasAssetPack, DirectoryAssetPack, load_pack, new_index, nonblack_bbox, save_index,
-                               write_template)
 
 
 def test_alas_pack_crops_to_the_area_alas_declares(shared_dir, alas_graph_json):

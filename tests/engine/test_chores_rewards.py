@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from engine.runtime.session import open_session
-from tests.engine.sim.conftest import FakeClock as _Clock
 from engine.sim.scenario import Scenario
+from tests.engine.sim.conftest import FakeClock as _Clock
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAOS = ROOT / "tests" / "data" / "scenarios" / "chaos.yaml"

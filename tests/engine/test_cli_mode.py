@@ -230,8 +230,8 @@ def test_every_device_command_prints_a_tool_result_with_one_exit_code_rule(comma
     ("config_error", 2), ("not_implemented", 3),
 ])
 def test_a_navigation_that_ran_and_failed_is_1_and_only_bad_input_is_2(status, code):
-    from engine.faces.cli import exit_code
     from engine.core.results import make_result
+    from engine.faces.cli import exit_code
 
     assert exit_code(make_result("alas_goto", ok=status == "verified", status=status, text="t")) == code
 
@@ -299,8 +299,8 @@ def test_flags_that_would_be_ignored_are_refused_before_a_session_opens(capsys, 
 
 
 def test_image_paths_are_checked_before_the_device_is_asked(tmp_path):
-    from engine.faces.cli import check_image_path
     from engine.core.errors import ConfigError
+    from engine.faces.cli import check_image_path
 
     (tmp_path / "a_file").write_text("x")
     (tmp_path / "folder.png").mkdir()

@@ -18,15 +18,15 @@ import yaml
 
 from engine.__main__ import main
 from engine.config.assetpacks import DirectoryAssetPack
-from engine.device import open_device
-from engine.learning.learner import Learner, choose_crop, title_band
 from engine.config.loader import load_graph
+from engine.config.policies import load_policies
+from engine.device import open_device
+from engine.faces.studio.signatures import LayeredPack
+from engine.learning.learner import Learner, choose_crop, title_band
 from engine.navigation.navigator import Navigator
 from engine.observe.observer import Observer
-from engine.config.policies import load_policies
-from engine.sim import SyntheticAssets, start_embedded
-from engine.faces.studio.signatures import LayeredPack
 from engine.runtime.tools import Tools
+from engine.sim import SyntheticAssets, start_embedded
 from tests.conftest import dismiss_point
 from tests.engine.sim.conftest import FakeClock
 from tests.engine.test_learning_trust import _user_pack

@@ -18,12 +18,12 @@ import pytest
 import yaml
 
 from engine.config import yamlsafe
-from engine.core import paths
-from engine.core.errors import ConfigError, GraphError
 from engine.config.loader import check_graph, graph_files, graph_json_schema, load_graph
 from engine.config.schema import GraphFile, Page
 from engine.config.yamlmessages import problems_from_validation_error
 from engine.config.yamlsrc import Problem, YamlError, load_yaml, read_yaml
+from engine.core import paths
+from engine.core.errors import ConfigError, GraphError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "graphs"
 GOOD = DATA / "good"

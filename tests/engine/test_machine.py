@@ -3,8 +3,8 @@
 import pytest
 from transitions import Machine
 
-from engine.navigation.machine import BeliefMachine
 from engine.config.schema import Graph
+from engine.navigation.machine import BeliefMachine
 
 
 @pytest.fixture

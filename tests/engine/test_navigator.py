@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from engine.config.loader import load_graph
-from engine.navigation.navigator import Navigator, diff
-from engine.observe.observer import Observer
 from engine.config.policies import load_policies
 from engine.core.results import Observation, Verdict
+from engine.navigation.navigator import Navigator, diff
+from engine.observe.observer import Observer
 from engine.runtime.session import open_session
 from engine.runtime.tools import Tools
 from engine.sim import Scenario, SyntheticAssets, start_embedded

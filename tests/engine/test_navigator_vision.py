@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from engine.device import open_device
 from engine.config.loader import load_graph
+from engine.config.policies import load_policies
+from engine.device import open_device
 from engine.navigation.navigator import Navigator
 from engine.observe.observer import Observer
-from engine.config.policies import load_policies
 from engine.runtime.tools import Tools
 from engine.sim import SyntheticAssets, start_embedded
 from verifiers.vision import VisionClient

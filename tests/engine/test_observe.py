@@ -8,8 +8,8 @@ import pytest
 
 from engine.config.assets import Template
 from engine.config.loader import load_graph
-from engine.observe.observer import Observer
 from engine.config.schema import Graph
+from engine.observe.observer import Observer
 from engine.sim import SimGame, SyntheticAssets
 
 

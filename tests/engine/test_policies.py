@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import tenacity
 
+from engine.config.policies import Policy, load_policies
+from engine.config.schema import BUILTIN_DEFAULTS
 from engine.core.errors import (
     BadFrame,
     BlackFrame,
@@ -18,8 +20,6 @@ from engine.core.errors import (
     DeviceTimeout,
     NavigationError,
 )
-from engine.config.policies import Policy, load_policies
-from engine.config.schema import BUILTIN_DEFAULTS
 
 TOOLS = ("health", "screenshot", "tap", "swipe", "key", "state", "goto", "run", "ocr", "vision")
 

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.faces.cli import emit
 from engine.core.redact import REDACTED, RedactingStream, add_secret, redact, redact_text, scrub
 from engine.core.results import make_result
+from engine.faces.cli import emit
 from engine.runtime.transcript import Transcript
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from engine.config.loader import graph_files, load_graph
+from engine.config.schema import Graph, KeyAction, Link, Page
 from engine.core import paths
 from engine.core.errors import NavigationError
-from engine.config.loader import graph_files, load_graph
 from engine.navigation.routes import NoRoute, UnknownPage, neighbours, plan_route
-from engine.config.schema import Graph, KeyAction, Link, Page
 
 GOOD = Path(__file__).resolve().parents[1] / "data" / "graphs" / "good"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.config.taskfiles import TaskBook, read_tasks
 from engine.core.errors import ConfigError
 from engine.runtime.session import open_session
 from engine.tasks.progress import Progress, chore_report
-from engine.config.taskfiles import TaskBook, read_tasks
 
 ROUTINE = """tasks:
   - name: to.mail

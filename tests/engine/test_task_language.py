@@ -13,11 +13,11 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.core.errors import GraphError
 from engine.config.loader import load_graph
-from engine.runtime.session import open_session
 from engine.config.taskfiles import TaskBook, load_tasks, read_tasks
 from engine.config.taskvalues import compare, number_of
+from engine.core.errors import GraphError
+from engine.runtime.session import open_session
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "data" / "graphs" / "good"

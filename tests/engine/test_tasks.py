@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.core.errors import GraphError
 from engine.config.loader import load_graph
+from engine.config.taskfiles import load_tasks
+from engine.config.tasks import tasks_json_schema
+from engine.core.errors import GraphError
 from engine.core.paths import builtin_graph_dir
 from engine.runtime.session import open_session
-from engine.config.tasks import tasks_json_schema
-from engine.config.taskfiles import load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "data" / "graphs" / "good"
@@ -135,8 +135,8 @@ def test_cli_tasks_and_run():
 
 
 def test_a_recorded_goto_is_saved_as_a_trace_and_replays_as_a_task(tmp_path):
-    from engine.config.tasks import task_from_trace
     from engine.config.taskfiles import TaskBook
+    from engine.config.tasks import task_from_trace
     from engine.runtime.transcript import load_trace
 
     with open_session(transcript_dir=tmp_path) as s:

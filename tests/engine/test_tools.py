@@ -13,11 +13,11 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.device.health import Health
-from engine.core.errors import DeviceOffline
 from engine.config.policies import load_policies
-from engine.core.results import SUGGESTED_ACTIONS, ToolResult
 from engine.config.schema import Graph, Page
+from engine.core.errors import DeviceOffline
+from engine.core.results import SUGGESTED_ACTIONS, ToolResult
+from engine.device.health import Health
 from engine.runtime.tools import SPECS, TOOL_NAMES, Tools
 
 DATA_KEYS = {"tool", "target", "tool_success", "state_verification", "expected", "observed", "attempts",

@@ -15,8 +15,8 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.core.results import Evidence, Observation
 from engine.core.redact import REDACTED, is_secret_key, redact
+from engine.core.results import Evidence, Observation
 from engine.runtime.transcript import Transcript, error_bundle, load_trace, read_lines, save_trace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -155,8 +155,8 @@ def test_display_names():
 
 def test_vision_and_the_agent_share_one_client_and_one_default_model():
     from engine.agent.gemini import GeminiProvider
-    from engine.llm import GeminiClient
     from engine.config.policies import load_policies
+    from engine.llm import GeminiClient
 
     vision = VisionClient.from_env({"GEMINI_API_KEY": KEY})
     agent = GeminiProvider.from_env({"GEMINI_API_KEY": KEY})

@@ -115,16 +115,16 @@ def _progress(kind: str, data: dict[str, Any]) -> None:
 
 def _agent(args: argparse.Namespace) -> int:
     from engine.agent.checkpoint import EpisodeState, load_checkpoint
-    from engine.config.goals import Goal
     from engine.agent.loop import Agent, AgentConfig
     from engine.agent.memory import EpisodicMemory
-    from engine.core.paths import agent_home, game_dir
-    from engine.tasks.skills import SkillStore
-    from engine.faces.cli import check_session_arguments, emit, outside_tasks
-    from engine.llm import CONFIGURATION_REASONS
+    from engine.config.goals import Goal
     from engine.config.loader import load_graph
     from engine.config.policies import load_policies
+    from engine.core.paths import agent_home, game_dir
+    from engine.faces.cli import check_session_arguments, emit, outside_tasks
+    from engine.llm import CONFIGURATION_REASONS
     from engine.runtime.session import open_session
+    from engine.tasks.skills import SkillStore
 
     check_session_arguments(args)
     if args.max_turns is not None and args.max_turns < 1:

@@ -25,12 +25,12 @@ def _import_alas(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from engine.config.assetpacks import DirectoryAssetPack, INDEX_FILE, crop, new_index, save_index, write_template
+    from engine.config.assetpacks import INDEX_FILE, DirectoryAssetPack, crop, new_index, save_index, write_template
     from engine.config.assets import Template
+    from engine.config.loader import load_graph
+    from engine.core.errors import ConfigError
     from engine.device import open_device
     from engine.runtime.devices import open_simulated
-    from engine.core.errors import ConfigError
-    from engine.config.loader import load_graph
 
     graph = load_graph(args.graph).resolve(args.server)
     server = graph.server

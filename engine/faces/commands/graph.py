@@ -7,8 +7,8 @@ import json
 import sys
 
 from engine.config import loader
-from engine.navigation import routes
 from engine.config.schema import Graph
+from engine.navigation import routes
 
 
 def _graph_arg(parser: argparse.ArgumentParser, *flags: str) -> None:

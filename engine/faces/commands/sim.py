@@ -7,17 +7,17 @@ import logging
 import sys
 import threading
 
-from engine.faces.cli import port
 from engine.core.errors import ConfigError
+from engine.faces.cli import port
 
 log = logging.getLogger(__name__)
 
 
 def _build_game(args: argparse.Namespace):
     from engine.config.loader import load_graph
+    from engine.config.simstate import state_beside
     from engine.sim import SimGame
     from engine.sim.scenario import Scenario
-    from engine.config.simstate import state_beside
 
     graph = load_graph(args.graph).resolve(args.server)
     assets = None

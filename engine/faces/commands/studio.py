@@ -17,8 +17,8 @@ DEFAULT_PORT = 8011
 
 def studio_home(graph_dir: str | None) -> Path:
     """$ENGINE_HOME/<game>/studio: the default transcript folder, with the captures below it."""
-    from engine.core.paths import agent_home, game_dir
     from engine.config.loader import load_graph
+    from engine.core.paths import agent_home, game_dir
 
     return game_dir(agent_home(), load_graph(graph_dir)) / "studio"
 
@@ -56,8 +56,8 @@ def _server_class(uvicorn):
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from engine.runtime.session import open_session
     from engine.faces.studio import create_app
+    from engine.runtime.session import open_session
 
     check_session_arguments(args)
     home = studio_home(args.graph)

@@ -13,8 +13,8 @@ def _cli(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from engine.faces.cli import check_session_arguments, open_tools, outside_tasks
     from engine.core.errors import ConfigError
+    from engine.faces.cli import check_session_arguments, open_tools, outside_tasks
     from engine.faces.mcp_server import serve
 
     if args.transport == "stdio" and (args.host is not None or args.port is not None):

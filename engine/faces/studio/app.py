@@ -75,10 +75,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from engine.core.errors import PathRefused
 from engine.faces.studio import authoring, live, proposals
 from engine.faces.studio.replies import error
 from engine.faces.studio.runs import EventBus, GotoRunner
-from engine.faces.studio.security import BodyLimit, LoopbackGuard, PathRefused, confine_name
+from engine.faces.studio.security import BodyLimit, LoopbackGuard, confine_name
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def _static_file(name: str) -> Response:
     try:
         path = confine_name(STATIC_DIR, name)
     except PathRefused as exc:
-        return error(exc.status, str(exc))
+        return error(exc.http_status, str(exc))
     if not path.is_file():
         return error(404, f"{name!r} not found")
     kind = STATIC_TYPES.get(path.suffix.lower(), "application/octet-stream")
@@ -227,7 +228,7 @@ def create_app(session: Any, *, graph_dir: str | Path | None = None, assets_dir:
 
 
 async def _path_refused(request: Request, exc: Exception) -> Response:
-    return error(getattr(exc, "status", 404), str(exc))
+    return error(getattr(exc, "http_status", 404), str(exc))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

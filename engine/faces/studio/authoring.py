@@ -19,11 +19,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from engine.core.errors import EngineError
-from engine.core.imageheader import check_image_bytes, check_image_file
 from engine.config.schema import NAME_PATTERN
+from engine.core.errors import EngineError, PathRefused
+from engine.core.imageheader import check_image_bytes, check_image_file
 from engine.faces.studio.replies import NO_STORE, as_json, error, studio_of
-from engine.faces.studio.security import PathRefused, confine, confine_name
+from engine.faces.studio.security import confine, confine_name
 from engine.faces.studio.signatures import compile_signature, studio_pack
 
 log = logging.getLogger(__name__)

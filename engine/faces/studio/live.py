@@ -17,10 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from engine.core.errors import NoRoute, UnknownPage
-from engine.navigation.routes import canonical_page, plan_route
 from engine.faces.studio.replies import NO_STORE, as_json, error, studio_of
 from engine.faces.studio.runs import EventStreamResponse, event_stream
 from engine.faces.studio.security import confine_name
+from engine.navigation.routes import canonical_page, plan_route
 from engine.runtime.transcript import read_lines
 
 log = logging.getLogger(__name__)

@@ -17,10 +17,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from engine.core.errors import ConfigError
 from engine.config.schema import NAME_PATTERN
+from engine.core.errors import ConfigError, PathRefused
 from engine.faces.studio.replies import NO_STORE, as_json, error, studio_of
-from engine.faces.studio.security import SAFE_NAME, PathRefused, confine_name
+from engine.faces.studio.security import SAFE_NAME, confine_name
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +125,7 @@ def _adopt(studio: Any) -> bool:
 
 
 def _accept(studio: Any, folder: Path, name: str) -> dict[str, Any]:
-    from engine.learning.proposals import learned_pack_dir
-    from engine.learning.proposals import accept
+    from engine.learning.proposals import accept, learned_pack_dir
 
     with studio.reviewing:
         _proposal_file(folder, name)
@@ -137,8 +136,8 @@ def _accept(studio: Any, folder: Path, name: str) -> dict[str, Any]:
 
 
 async def accept_one(request: Request) -> Response:
+    from engine.core.errors import ProposalRefused
     from engine.learning.proposals import learned_pack_dir
-    from engine.learning.proposals import Refused
 
     studio = studio_of(request)
     folder, name = proposals_folder(studio), request.path_params["name"]
@@ -147,7 +146,7 @@ async def accept_one(request: Request) -> Response:
         return error(409, SHIPPED)
     try:
         done = await run_in_threadpool(_accept, studio, folder, name)
-    except Refused as exc:
+    except ProposalRefused as exc:
         return error(409, str(exc), fired=[_shown_path(studio, p) for p in exc.fired])
     except ConfigError as exc:
         return error(400, str(exc))

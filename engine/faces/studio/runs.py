@@ -17,7 +17,6 @@ from typing import Any, AsyncIterator, Callable
 
 import anyio
 import anyio.to_thread
-
 from starlette.responses import StreamingResponse
 
 from engine.core.redact import redact

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
+from engine.core.errors import PathRefused
+
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -27,14 +29,6 @@ JSON_LIMIT = 1 << 20
 UPLOAD_LIMIT = 8 << 20
 """Largest upload (8 MiB)."""
 _HOST = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\[\]]+)(?::\d{1,5})?$")
-
-
-class PathRefused(Exception):
-    """A name from a request that would leave its root (``..``, absolute, a symlink out) or does not exist."""
-
-    def __init__(self, message: str, status: int = 404) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def host_name(host: str) -> str | None:

@@ -12,8 +12,8 @@ from typing import Any
 
 from engine.config.assetpacks import LayeredPack
 from engine.config.assets import AssetPack
-from engine.observe.checks import CombinedCheck
 from engine.config.schema import AnyOfSignature, ColorSignature, Graph, OcrSignature, TemplateSignature
+from engine.observe.checks import CombinedCheck
 
 STUDIO_MODULE = "studio"
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 import yaml
 
 from engine.agent.gemini import GeminiProvider
-from engine.config.goals import Budget, Goal
 from engine.agent.loop import Agent
+from engine.config.goals import Budget, Goal
+from engine.config.loader import load_graph
+from engine.config.policies import load_policies
 from engine.device import open_device
 from engine.learning.learner import Learner
-from engine.config.loader import load_graph
 from engine.navigation.navigator import Navigator
 from engine.observe.observer import Observer
-from engine.config.policies import load_policies
-from engine.sim import SyntheticAssets, start_embedded
 from engine.runtime.tools import Tools
+from engine.sim import SyntheticAssets, start_embedded
 from tests.conftest import dismiss_point
 from tests.engine.agent.test_loop import TINY_MODEL_POLICY, call, final, model_only
 from tests.engine.sim.conftest import FakeClock

@@ -6,11 +6,12 @@ import json
 import threading
 import time
 
-from engine.agent.budget import BudgetEvent, Stop, check
+from engine.agent.budget import BudgetEvent, check
 from engine.agent.checkpoint import EpisodeState, Spend
-from engine.config.goals import Budget, Goal
 from engine.agent.outcome import MAX_CALLS_SHOWN, MAX_TEXT_CHARS, episode_result
+from engine.config.goals import Budget, Goal
 from engine.core.bounded import Bounded
+from engine.core.errors import EpisodeEnded
 from tests.engine.sim.conftest import FakeClock
 
 
@@ -43,7 +44,7 @@ def test_checks_say_which_budget_ran_out():
                                        (Spend(), True, 0, "budget_time")]:
         try:
             check(spend, budget, left, model=model, cancel=threading.Event(), after_false_claim=False)
-        except Stop as stop:
+        except EpisodeEnded as stop:
             assert stop.reason == reason
         else:
             raise AssertionError(reason)
@@ -55,7 +56,7 @@ def test_the_result_stays_small_and_says_how_many_calls_there_were():
     state = EpisodeState(episode="e", goal=goal.model_dump(mode="json"))
     state.calls = [{"tool": "adb_tap", "arguments": {"x": i, "note": "n" * 5000}, "ok": True, "status": "ok",
                     "turn": i} for i in range(300)]
-    result = episode_result(goal, state, Stop("blocked", "x" * 100_000, reasons=["r" * 9000] * 50), None, None, None)
+    result = episode_result(goal, state, EpisodeEnded("blocked", "x" * 100_000, reasons=["r" * 9000] * 50), None, None, None)
     assert len(result.data["calls"]) == MAX_CALLS_SHOWN and result.data["calls_total"] == 300
     assert result.data["calls"][-1]["turn"] == 299 and len(result.data["reasons"]) == MAX_CALLS_SHOWN
     assert len(result.text) < MAX_TEXT_CHARS + 200

@@ -12,9 +12,9 @@ import pytest
 
 from engine.agent.gemini import GeminiProvider
 from engine.agent.models import Call, CallResult, Message, ModelTurn, Provider, ToolDecl, Usage
+from engine.config.policies import Policy, load_policies
 from engine.core.errors import ModelError
 from engine.llm.errors import CODES
-from engine.config.policies import Policy, load_policies
 from tests.gemini_fake import Reply, answer, call, error, oversized, prose
 
 KEY = "AIza-test-SECRET-0123456789abcdefghijkl"

@@ -21,8 +21,8 @@ from engine.config.goals import (
     load_goals,
     read_goals,
 )
-from engine.core.errors import GraphError
 from engine.config.loader import load_graph
+from engine.core.errors import GraphError
 from engine.core.paths import builtin_graph_dir
 from engine.core.results import Observation
 

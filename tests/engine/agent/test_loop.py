@@ -16,15 +16,15 @@ import pytest
 
 from engine.agent.checkpoint import EpisodeState, load_checkpoint
 from engine.agent.gemini import GeminiProvider
-from engine.config.goals import Budget, Goal, free_text_goal
 from engine.agent.loop import Agent, AgentConfig
 from engine.agent.memory import EpisodicMemory
 from engine.agent.models import Call, ModelTurn, ReplayProvider, Usage
-from engine.tasks.skills import SkillStore
+from engine.config.goals import Budget, Goal, free_text_goal
+from engine.config.policies import Policy
 from engine.core.errors import ModelError
 from engine.llm.images import MAX_BYTES
-from engine.config.policies import Policy
 from engine.runtime.session import open_session
+from engine.tasks.skills import SkillStore
 from tests.gemini_fake import Reply, call, prose
 from tests.gemini_fake import error as service_error
 

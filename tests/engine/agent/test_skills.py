@@ -10,14 +10,13 @@ from types import SimpleNamespace
 import pytest
 
 from engine.agent.skills import skill_from_calls
-from engine.core.paths import agent_home, game_dir, skills_file
-from engine.tasks.skills import SkillStore
-from engine.core.errors import ConfigError, GraphError
 from engine.config.loader import load_graph
-from engine.core.paths import builtin_graph_dir
-from engine.runtime.session import open_session, reload_tasks
-from engine.config.tasks import GotoStep, SwipeStep, Task, TapStep
 from engine.config.taskfiles import load_tasks, read_tasks
+from engine.config.tasks import GotoStep, SwipeStep, TapStep, Task
+from engine.core.errors import ConfigError, GraphError
+from engine.core.paths import agent_home, builtin_graph_dir, game_dir, skills_file
+from engine.runtime.session import open_session, reload_tasks
+from engine.tasks.skills import SkillStore
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "tests" / "data" / "graphs" / "good"

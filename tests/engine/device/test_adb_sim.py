@@ -5,9 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.runtime.devices import open_simulated
-from engine.device import AdbDevice, Device, open_device
-from engine.device import adb as adb_module
 from engine.core.errors import (
     AdbServerDown,
     BadFrame,
@@ -17,6 +14,9 @@ from engine.core.errors import (
     DeviceOffline,
     DeviceTimeout,
 )
+from engine.device import AdbDevice, Device, open_device
+from engine.device import adb as adb_module
+from engine.runtime.devices import open_simulated
 from engine.sim import FakeAdbServer, Scenario, SimGame
 
 

@@ -8,7 +8,6 @@ import threading
 import pytest
 from adbutils.errors import AdbConnectionError, AdbError, AdbTimeout
 
-from engine.device import AdbDevice, classify
 from engine.core.errors import (
     AdbServerDown,
     ConnectionLost,
@@ -17,6 +16,7 @@ from engine.core.errors import (
     DeviceOffline,
     DeviceTimeout,
 )
+from engine.device import AdbDevice, classify
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ import cv2
 import numpy as np
 import pytest
 
-from engine.device import frames
 from engine.core.errors import BadFrame
 from engine.core.imageheader import check_image_file, check_size, image_size
+from engine.device import frames
 
 
 def _scene(width: int = 1280, height: int = 720) -> np.ndarray:

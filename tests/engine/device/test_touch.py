@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from engine.faces.cli import add_session_arguments
-from engine.runtime.devices import open_simulated
+from engine.config.policies import Policies, Policy
 from engine.device import AdbDevice
 from engine.device import touch as touch_module
-from engine.config.policies import Policies, Policy
+from engine.faces.cli import add_session_arguments
+from engine.runtime.devices import open_simulated
 from engine.sim import FakeAdbServer, SimGame
 
 pytest.importorskip("MaaAgentBinary")

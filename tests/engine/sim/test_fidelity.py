@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from engine.config.loader import load_graph
-from engine.observe.observer import Observer
 from engine.config.schema import TapAction
+from engine.observe.observer import Observer
 from engine.sim import Scenario, SimGame, SyntheticAssets
 
 

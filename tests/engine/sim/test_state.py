@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.core.errors import YamlError
 from engine.config.loader import load_graph
-from engine.sim import SimGame
 from engine.config.simstate import StateSpec, load_state
+from engine.core.errors import YamlError
+from engine.sim import SimGame
 
 GRAPH_DIR = Path(__file__).resolve().parents[3] / "pages" / "azurlane"
 

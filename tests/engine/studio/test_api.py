@@ -17,12 +17,13 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
+from engine.core.errors import PathRefused
 from engine.core.paths import builtin_graph_dir
-from engine.runtime.session import open_session
 from engine.faces.studio import create_app
 from engine.faces.studio import live as studio_live
 from engine.faces.studio.runs import EventBus, event_stream
-from engine.faces.studio.security import PathRefused, confine, confine_name, is_loopback_host
+from engine.faces.studio.security import confine, confine_name, is_loopback_host
+from engine.runtime.session import open_session
 from engine.runtime.transcript import error_bundle
 
 BASE = "http://127.0.0.1:8011"
@@ -135,7 +136,7 @@ def test_confine_refuses_parent_absolute_and_symlink_escapes(tmp_path):
                         ("out/secret.txt", 404), ("leak.png", 404), ("missing.png", 404)):
         with pytest.raises(PathRefused) as caught:
             confine(root, bad)
-        assert caught.value.status == status, bad
+        assert caught.value.http_status == status, bad
     with pytest.raises(PathRefused):
         confine_name(root, "sub/ok.png")
 

@@ -66,8 +66,8 @@ def served(tmp_path_factory):
     import uvicorn
 
     from engine.core.paths import builtin_graph_dir
-    from engine.runtime.session import open_session
     from engine.faces.studio.app import create_app
+    from engine.runtime.session import open_session
 
     home = tmp_path_factory.mktemp("studio-browser")
     graph = home / "my_graph"  # a copy of the shipped graph, so that a proposal can be accepted into it

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from engine.learning.learner import Learner, Lesson
 from engine.core.paths import builtin_graph_dir
-from engine.runtime.session import open_session
 from engine.faces.studio import create_app
+from engine.learning.learner import Learner, Lesson
+from engine.runtime.session import open_session
 
 BASE = "http://127.0.0.1:8011"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
