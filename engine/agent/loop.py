@@ -42,17 +42,8 @@ from engine.agent import budget as budgets
 from engine.agent import prompt as prompts
 from engine.agent.budget import STOP_REASONS, BudgetEvent  # noqa: F401 - STOP_REASONS re-exported
 from engine.agent.checkpoint import EpisodeState, save_checkpoint
-from engine.agent.memory import (
-    EpisodicMemory,
-    Percept,
-    WorkingMemory,
-    estimate_tokens,
-    harness_note,
-    observation_percept,
-    parser_error,
-    percept_from_result,
-    warning,
-)
+from engine.agent.memory import (EpisodicMemory, Percept, WorkingMemory, estimate_tokens, harness_note,
+                                 observation_percept, parser_error, percept_from_result, warning)
 from engine.agent.models import Message, ModelTurn, Provider
 from engine.agent.outcome import episode_result, save_skill
 from engine.agent.parse import Action, parse_turn

@@ -21,14 +21,14 @@
     │   └── VisionError            the vision model could not be asked, or its answer cannot be trusted
     ├── ModelError             a language model could not be asked, or its answer cannot be used (carries reason)
     ├── NavigationError        a goto or run could not finish
-        ├── UnknownPage            a page name the graph does not have (carries suggestions)
-        ├── NoRoute                no chain of links leads from one page to the other
-        ├── Stuck                  a click loop, a repeated hop, or no progress
-        ├── PopupBlocking          a popup is still there after its dismissals
-        ├── UnknownScreen          no page or popup matched, and the recovery ladder did not help
-        └── Interrupted            the run was stopped from outside; it ends at its next checkpoint
-            ├── Cancelled              the caller cancelled it
-            └── DeadlineExceeded       its time bound passed
+    │   ├── UnknownPage            a page name the graph does not have (carries suggestions)
+    │   ├── NoRoute                no chain of links leads from one page to the other
+    │   ├── Stuck                  a click loop, a repeated hop, or no progress
+    │   ├── PopupBlocking          a popup is still there after its dismissals
+    │   ├── UnknownScreen          no page or popup matched, and the recovery ladder did not help
+    │   └── Interrupted            the run was stopped from outside; it ends at its next checkpoint
+    │       ├── Cancelled              the caller cancelled it
+    │       └── DeadlineExceeded       its time bound passed
     ├── ResponseTooLarge       a model's answer passed the size bound in the HTTP transport (becomes a ModelError)
     ├── EpisodeEnded           an agent's episode ends with a stop reason (the loop turns it into its result)
     ├── PathRefused            a request names a file outside its root, or none (the studio; carries an HTTP status)
