@@ -49,7 +49,7 @@ from engine.schema import AnyOfSignature, ColorSignature, Graph, OcrSignature, P
 from verifiers import color as color_verifier
 from verifiers import ocr as ocr_verifier
 from verifiers import template as template_verifier
-from verifiers.common import frame_scope, signature_name
+from verifiers.common import frame_scope, pyramid, signature_name
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +260,7 @@ class Observer:
             order = list(self.neighbours.get(expected, ())) if expected else []
             if not near:
                 order += [t.name for t in self.pages]
+                pyramid(frame).convert_whole()  # every page's areas add up to more than the frame
             for name in order:
                 if name in scanned or name not in self.page_by_name:
                     continue
