@@ -136,8 +136,9 @@ class Pyramid:
         """``level(scale, phase)[cy1:cy2, cx1:cx2]`` for `window` (cx1, cy1, cx2, cy2): a slice of the whole
         level once there is one, else made from the gray of `box`, which must hold the window's pixels."""
         cx1, cy1, cx2, cy2 = window
-        if self._gray is not None:
-            return self.level(scale, phase)[cy1:cy2, cx1:cx2]
+        if self._gray is not None:  # the common case of a full scan: no second call
+            whole = self._levels.get((scale, phase))
+            return (self.level(scale, phase) if whole is None else whole)[cy1:cy2, cx1:cx2]
         key = (box, scale, phase, window)
         found = self._levels.get(key)
         if found is None:

@@ -112,9 +112,8 @@ class TemplateCheck:
         """Best score and its top-left, relative to the search window."""
         template = self.templates[i]
         x1, y1, x2, y2 = self.search
-        gray = pyr.area(self.search)
         if self.scale == 1:
-            result = cv2.matchTemplate(gray, template, cv2.TM_CCOEFF_NORMED)
+            result = cv2.matchTemplate(pyr.area(self.search), template, cv2.TM_CCOEFF_NORMED)
             _, score, _, loc = cv2.minMaxLoc(result)
             return score, loc
         k = self.scale
@@ -131,7 +130,7 @@ class TemplateCheck:
         pad = REFINE + k
         wx0, wy0 = max(0, gx - pad), max(0, gy - pad)
         wx1, wy1 = min(x2 - x1, gx + pad + tw + 1), min(y2 - y1, gy + pad + th + 1)
-        window = gray[wy0:wy1, wx0:wx1]
+        window = pyr.area(self.search)[wy0:wy1, wx0:wx1]
         result = cv2.matchTemplate(window, template, cv2.TM_CCOEFF_NORMED)
         _, score, _, (fx, fy) = cv2.minMaxLoc(result)
         return score, (wx0 + fx, wy0 + fy)

@@ -151,3 +151,17 @@ def test_matching_the_areas_alone_equals_matching_the_whole_frame(noise_frame, t
             pyramid.convert_whole()
             whole = check.verify(frame)
         assert alone.hit and (alone.score, alone.box) == (whole.score, whole.box)
+
+
+def test_areas_adding_up_to_more_than_the_frame_convert_the_whole_frame_once(noise_frame):
+    import cv2
+
+    from verifiers.common import Pyramid
+
+    pyramid = Pyramid(noise_frame)
+    rows = [(0, y, 1280, y + 180) for y in range(0, 720, 180)]  # four quarters: the whole frame, area by area
+    for box in rows:
+        pyramid.area(box)
+    assert not pyramid.whole
+    gray = cv2.cvtColor(noise_frame, cv2.COLOR_BGR2GRAY)
+    assert (pyramid.area((10, 10, 50, 30)) == gray[10:30, 10:50]).all() and pyramid.whole
