@@ -1,9 +1,11 @@
 """Verification latency and memory on 2 cores (see benchmarks/README.md for the table and how to run).
 
-Targets: verify the expected page p50 <= 1 ms; classify among every Azur Lane page and popup p50 <= 10 ms and at
-most half of a naive ALAS-style baseline measured in the same run; OCR of one known region p50 <= 30 ms; vision
+Targets: verify the expected page p50 <= 0.2 ms (asserted <= 0.3 ms) and at most 0.75 of the naive way (the whole
+frame converted to gray, then the same checks) measured in the same run; classify among every Azur Lane page and
+popup p50 <= 10 ms and at most half of a naive ALAS-style baseline measured in the same run; OCR of one known
+region p50 <= 12 ms (asserted <= 18 ms) and at most 0.85 of RapidOCR's full pipeline on the same crop; vision
 round trip against a local endpoint <= 20 ms of our own overhead; peak RSS of observing <= 200 MB without OCR and
-<= 600 MB with it.
+<= 600 MB with it. Ratios come from the two ways timed in alternation, so a busy machine slows both alike.
 """
 
 from __future__ import annotations
@@ -63,15 +65,43 @@ def _cycle(frames):
     return next_frame
 
 
+def _paired_p50(ours, naive, rounds: int) -> tuple[float, float]:
+    """p50 in ms of `ours` and `naive`, called in alternation (after one warm-up call each)."""
+    ours(), naive()
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        for way, kept in ((ours, samples[0]), (naive, samples[1])):
+            start = time.perf_counter()
+            way()
+            kept.append(time.perf_counter() - start)
+    return 1000 * statistics.median(samples[0]), 1000 * statistics.median(samples[1])
+
+
 def test_bench_verify_expected_page(benchmark, sim):
+    """Only the areas the page's checks look at are converted to gray; the naive way converts the whole frame
+    first (what every verification paid before), then runs the same checks."""
+    from verifiers.common import frame_scope
+
     _, _, observer, frames = sim
     page, frame = frames[1]
     hit, _ = benchmark.pedantic(observer.verify_page, args=(frame, page), rounds=300, warmup_rounds=10)
     assert hit
+    target = observer.page_by_name[page]
+
+    def naive():
+        prepared = observer.prepare(frame)
+        with frame_scope(prepared) as pyramid:
+            pyramid.convert_whole()
+            return target.match(prepared, None)
+
+    assert naive()[0]
     median = _median_ms(benchmark)
     if median is not None:
+        ours, whole = _paired_p50(lambda: observer.verify_page(frame, page), naive, rounds=300)
+        benchmark.extra_info.update({"naive_ms": whole, "ratio": ours / whole})
         RESULTS["verify_expected"] = median
-        assert median <= 1.0
+        assert ours <= 0.75 * whole, (ours, whole)
+        assert median <= 0.3
 
 
 def test_bench_classify_all_pages_and_popups(benchmark, sim):
@@ -134,23 +164,10 @@ def test_bench_classify_naive_alas_baseline(benchmark, sim):
         assert RESULTS["classify"] <= 0.5 * RESULTS["naive"], RESULTS
 
 
-def _engine_alone_ms(region: np.ndarray, rounds: int = 40) -> float:
-    """The same-run baseline: RapidOCR's own recognition of the same crop, p50 in ms."""
-    from verifiers import ocr
-
-    engine = ocr.engine()
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        engine(region, use_det=False, use_cls=False, use_rec=True)
-        samples.append(time.perf_counter() - start)
-    return 1000 * statistics.median(samples)
-
-
 def test_bench_ocr_known_region(benchmark):
-    """Reading one known region is one recognition call: within 1.3x the engine's own call on the same crop,
-    measured in the same run (the engine's speed is the machine's: 12 ms on one, 26-35 ms on another), and
-    under a generous 60 ms whatever the machine."""
+    """Reading one known region is one recognition call: against RapidOCR's full pipeline on the same crop (text
+    detection, angle classifier, recognition: the naive way) and its recognition alone, both timed in alternation
+    with ours. The recognition model itself is nearly all of the time (10.8 of 11.1 ms measured)."""
     from verifiers import ocr
 
     frame = np.full((720, 1280, 3), 35, np.uint8)
@@ -160,11 +177,16 @@ def test_bench_ocr_known_region(benchmark):
     assert ocr.normalise(text) == "commission"
     median = _median_ms(benchmark)
     if median is not None:
-        baseline = _engine_alone_ms(np.ascontiguousarray(frame[60:115, 90:400]))
-        benchmark.extra_info.update({"engine_alone_ms": baseline, "ratio": median / baseline})
+        region = np.ascontiguousarray(frame[60:115, 90:400])
+        engine = ocr.engine()
+        ours, full = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)), lambda: engine(region), rounds=30)
+        _, alone = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)),
+                               lambda: engine(region, use_det=False, use_cls=False, use_rec=True), rounds=20)
+        benchmark.extra_info.update({"full_pipeline_ms": full, "ratio": ours / full, "recognition_alone_ms": alone})
         RESULTS["ocr"] = median
-        assert median <= 1.3 * baseline, (median, baseline)
-        assert median <= 60.0
+        assert ours <= 0.85 * full, (ours, full)
+        assert ours <= 1.3 * alone, (ours, alone)
+        assert median <= 18.0
 
 
 class _Canned(BaseHTTPRequestHandler):

@@ -4,7 +4,7 @@ Matching runs on grayscale, which on game UI separates as well as colour at a th
 ``color: true`` adds a colour confirmation (the matched region's mean colour against the template's), which is
 what tells a red button from the same button in grey. Multi-frame templates (ALAS .gif assets) hit when any frame
 does. Everything that does not depend on the frame is computed once in ``compile_template``; ``verify`` only
-slices, converts the small search region to gray into a preallocated buffer and matches.
+slices the gray of its search area (converted once per frame, verifiers.common.Pyramid) and matches.
 """
 
 from __future__ import annotations
@@ -114,14 +114,14 @@ class TemplateCheck:
         template = self.templates[i]
         x1, y1, x2, y2 = self.search
         if self.scale == 1:
-            result = cv2.matchTemplate(pyr.gray[y1:y2, x1:x2], template, cv2.TM_CCOEFF_NORMED)
+            result = cv2.matchTemplate(pyr.area(self.search), template, cv2.TM_CCOEFF_NORMED)
             _, score, _, loc = cv2.minMaxLoc(result)
             return score, loc
         k = self.scale
         cx1, cy1, cx2, cy2 = self._coarse_window
         px, py = self._phase
-        result = cv2.matchTemplate(pyr.level(k, self._phase)[cy1:cy2, cx1:cx2], self._coarse[i],
-                                   cv2.TM_CCOEFF_NORMED)
+        result = cv2.matchTemplate(pyr.area_level(self.search, k, self._phase, self._coarse_window),
+                                   self._coarse[i], cv2.TM_CCOEFF_NORMED)
         _, coarse, _, (cx, cy) = cv2.minMaxLoc(result)
         # Back to full-scale coordinates relative to the search window.
         gx, gy = (cx1 + cx) * k + px - x1, (cy1 + cy) * k + py - y1
@@ -131,7 +131,7 @@ class TemplateCheck:
         pad = REFINE + k
         wx0, wy0 = max(0, gx - pad), max(0, gy - pad)
         wx1, wy1 = min(x2 - x1, gx + pad + tw + 1), min(y2 - y1, gy + pad + th + 1)
-        window = pyr.gray[y1 + wy0:y1 + wy1, x1 + wx0:x1 + wx1]
+        window = pyr.area(self.search)[wy0:wy1, wx0:wx1]
         result = cv2.matchTemplate(window, template, cv2.TM_CCOEFF_NORMED)
         _, score, _, (fx, fy) = cv2.minMaxLoc(result)
         return score, (wx0 + fx, wy0 + fy)

@@ -49,7 +49,7 @@ from engine.observe.checks import CombinedCheck, Target, closest_misses
 from verifiers import color as color_verifier
 from verifiers import ocr as ocr_verifier
 from verifiers import template as template_verifier
-from verifiers.common import frame_scope, signature_name
+from verifiers.common import frame_scope, pyramid, signature_name
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +232,8 @@ class Observer:
         if frame_problem(frame) is not None:
             return Observation(None, black_frame=True, confidence=1.0,
                                latency_ms={"total": (time.perf_counter() - start) * 1000.0})
+        if expected is None:
+            pyramid(frame).convert_whole()  # every page will be checked: their areas add up to more than the frame
         evidence: list[Evidence] = []
         if self.loading is not None:
             hit, score, found = self.loading.match(frame, None, self._latency)
@@ -260,6 +262,7 @@ class Observer:
             order = list(self.neighbours.get(expected, ())) if expected else []
             if not near:
                 order += [t.name for t in self.pages]
+                pyramid(frame).convert_whole()  # the expected page missed: every page will be checked
             for name in order:
                 if name in scanned or name not in self.page_by_name:
                     continue

@@ -45,6 +45,22 @@ def test_names_the_simulated_page_with_and_without_expectation(game, sim_observe
     assert any(not e.hit for e in wrong_guess.evidence)  # the expected page's misses are reported
 
 
+def test_verifying_a_page_converts_only_its_areas_and_a_scan_converts_the_frame_once(game, sim_observer,
+                                                                                     monkeypatch):
+    from verifiers.common import Pyramid
+
+    converted = []
+    convert_whole = Pyramid.convert_whole
+    monkeypatch.setattr(Pyramid, "convert_whole", lambda self: converted.append(self) or convert_whole(self))
+    game.goto("page_commission")
+    frame = game.frame()
+    assert sim_observer.verify_page(frame, "page_commission")[0]
+    assert not sim_observer.verify_page(frame, "page_dock")[0]
+    assert converted == []
+    assert sim_observer.observe(frame).page == "page_commission"
+    assert len({id(p) for p in converted}) == 1
+
+
 def test_names_a_popup_over_a_page(game, sim_observer):
     game.goto("page_main")
     popup = next(t.name for t in sim_observer.popups if t.strong and (t.pages is None or "page_main" in t.pages))

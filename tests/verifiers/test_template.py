@@ -125,3 +125,43 @@ def test_real_alas_template_on_a_real_screenshot(shared_dir, make_graph):
     assert check.verify(main).hit
     storage = cv2.imread(str(shared_dir / "screens/frames/alas_history/module_recycle_test0.png"))
     assert not check.verify(storage).hit
+
+
+@pytest.mark.parametrize("area, size, offset, scale", [
+    ((401, 302, 481, 342), (40, 80), None, 4),  # quarter scale, then full scale around the coarse best
+    ((403, 301, 483, 341), (40, 80), (10, 10), 2),
+    ((402, 303, 432, 313), (10, 30), None, 1),
+])
+def test_matching_the_areas_alone_equals_matching_the_whole_frame(noise_frame, textured, make_graph, area, size,
+                                                                  offset, scale):
+    from engine.assets import Template
+    from verifiers.common import frame_scope
+
+    crop = textured(4, *size)
+    graph = make_graph([{"name": "BTN", "area": area, "asset": "ui/BTN"}])
+    pack = Pack(ui__BTN=Template("ui/BTN", (crop,), area=area))
+    check = template.compile_template(TemplateSignature(type="template", button="BTN", offset=offset), graph, pack)
+    assert check.scale == scale
+    for dx, dy in ((0, 0), (3, -2), (-5, 7)):
+        frame = _paste(noise_frame.copy(), crop, area[0] + dx, area[1] + dy)
+        with frame_scope(frame) as pyramid:
+            alone = check.verify(frame)
+            assert not pyramid.whole  # only the search area was converted
+        with frame_scope(frame) as pyramid:
+            pyramid.convert_whole()
+            whole = check.verify(frame)
+        assert alone.hit and (alone.score, alone.box) == (whole.score, whole.box)
+
+
+def test_areas_adding_up_to_more_than_the_frame_convert_the_whole_frame_once(noise_frame):
+    import cv2
+
+    from verifiers.common import Pyramid
+
+    pyramid = Pyramid(noise_frame)
+    rows = [(0, y, 1280, y + 180) for y in range(0, 720, 180)]  # four quarters: the whole frame, area by area
+    for box in rows:
+        pyramid.area(box)
+    assert not pyramid.whole
+    gray = cv2.cvtColor(noise_frame, cv2.COLOR_BGR2GRAY)
+    assert (pyramid.area((10, 10, 50, 30)) == gray[10:30, 10:50]).all() and pyramid.whole
