@@ -134,7 +134,7 @@ def test_real_alas_template_on_a_real_screenshot(shared_dir, make_graph):
 ])
 def test_matching_the_areas_alone_equals_matching_the_whole_frame(noise_frame, textured, make_graph, area, size,
                                                                   offset, scale):
-    from engine.assets import Template
+    from engine.config.assets import Template
     from verifiers.common import frame_scope
 
     crop = textured(4, *size)
