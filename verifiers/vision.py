@@ -74,7 +74,8 @@ class VisionAnswer:
     latency_ms: float = 0.0
     cached: bool = False
     tap: tuple[int, int] | None = None
-    """Where to tap to close a blocking element none of the lists names (the graph may learn it: engine.learning.learner)."""
+    """Where to tap to close a blocking element none of the lists names (the graph may learn it:
+    engine.learning.learner)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

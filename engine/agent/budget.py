@@ -17,9 +17,6 @@ from typing import Any
 from engine.agent.checkpoint import Spend
 from engine.core.errors import EpisodeEnded
 
-STOP_REASONS = ("goal_met", "unverified", "blocked", "false_claim", "budget_turns", "budget_tools", "budget_time",
-                "budget_tokens", "repeat", "invalid_answers", "model_error", "cancelled")
-"""Every status an episode ends with; only goal_met is ok."""
 
 
 class BudgetEvent(threading.Event):

@@ -22,9 +22,9 @@ are fed back and counted; the agent policy's ``invalid_answers`` in a row end th
 turn can fix (bad request, bad key, model gone) ends it at once, with the service's message and a hint.
 
 The goal's wall budget bounds everything (engine.agent.budget): model calls get the seconds left as their whole
-deadline, tools and looks a cancel Event that the budget sets. Every stop (STOP_REASONS) writes a checkpoint
-(engine.agent.checkpoint), appends a summary to the episodic memory, and, when the goal was verified, saves the
-calls that reached it as a skill (engine.agent.skills).
+deadline, tools and looks a cancel Event that the budget sets. Every stop (engine.core.results.STOP_REASONS) writes a
+checkpoint (engine.agent.checkpoint), appends a summary to the episodic memory, and, when the goal was verified, saves
+the calls that reached it as a skill (engine.agent.skills).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 
 from engine.agent import budget as budgets
 from engine.agent import prompt as prompts
-from engine.agent.budget import STOP_REASONS, BudgetEvent  # noqa: F401 - STOP_REASONS re-exported
+from engine.agent.budget import BudgetEvent
 from engine.agent.checkpoint import EpisodeState, save_checkpoint
 from engine.agent.memory import (EpisodicMemory, Percept, WorkingMemory, estimate_tokens, harness_note,
                                  observation_percept, parser_error, percept_from_result, warning)
@@ -85,10 +85,8 @@ class Agent:
 
     Args:
         tools: engine.runtime.tools.Tools of an open session (its navigator, observer, tasks and transcript are used).
-        provider: the model (engine.agent.models.Provider), or None.
-        memory: the graph's episodic memory, or None.
-        skills: where verified call sequences are saved (engine.tasks.skills.SkillStore), or None.
-        config: AgentConfig.
+        provider: the model (engine.agent.models.Provider), or None. memory: the graph's episodic memory, or None.
+        skills: where verified call sequences are saved (engine.tasks.skills.SkillStore), or None. config: AgentConfig.
         cancel: set it to stop the episode at the next turn (stop reason ``cancelled``).
     """
 
@@ -193,7 +191,7 @@ class _Episode:
         if self.agent.provider is None:
             why = "free text" if self.goal.free_text else "the deterministic path did not reach it"
             raise EpisodeEnded("model_error", f"goal {self.goal.name} needs a model ({why}): set GEMINI_API_KEY",
-                       model_error="not_configured")
+                               model_error="not_configured")
         spend = self.state.spend
         spend.turns += 1
         began, outside = time.perf_counter(), 0.0
@@ -249,13 +247,14 @@ class _Episode:
                 self._invalid(f"the model's answer was unusable ({exc.reason}): {exc.message}")
                 return None, took
             if exc.reason == "timeout" and self._seconds_left() <= 0:
-                raise EpisodeEnded("budget_time", f"the budget of {self.budget.seconds:g} s ran out during a model call",
-                           model_error="timeout") from None
+                raise EpisodeEnded("budget_time",
+                                   f"the budget of {self.budget.seconds:g} s ran out during a model call",
+                                   model_error="timeout") from None
             context = {k: exc.context[k] for k in ("code", "service_status", "service_message", "hint", "model")
                        if k in exc.context}
             hint = f"; {context['hint']}" if "hint" in context else ""
             raise EpisodeEnded("model_error", f"the model failed: {exc.message}{hint}", model_error=exc.reason,
-                       **context) from None
+                               **context) from None
         took = time.perf_counter() - tick
         used = turn.usage.total or estimate_tokens(self.system + user) + estimate_tokens(turn.text or "")
         spend.tokens += used
@@ -286,9 +285,10 @@ class _Episode:
         """The model claims the goal is reached: the harness looks and checks the user's criteria."""
         turn = self.state.spend.turns
         if not self.goal.success:
-            raise EpisodeEnded("unverified", f"the model says goal {self.goal.name} is reached, but the goal has no criteria "
-                       "the engine can check, so it is not verified (give success criteria in a goals file, or "
-                       "--until on the command line)", summary=str(action.arguments.get("summary") or ""))
+            raise EpisodeEnded("unverified", f"the model says goal {self.goal.name} is reached, but the goal has no "
+                               "criteria the engine can check, so it is not verified (give success criteria in a goals "
+                               "file, or --until on the command line)",
+                               summary=str(action.arguments.get("summary") or ""))
         look = self._look_and_judge(self.goal.success, final=True)
         self.state.spend.false_claims += 1
         self.state.last_claim_false = True
@@ -373,7 +373,7 @@ class _Episode:
         self._percept(parser_error(error, spend.turns, raw=raw))
         if spend.invalid_in_a_row >= self.agent.invalid_answers:
             raise EpisodeEnded("invalid_answers", f"the model gave {spend.invalid_in_a_row} unusable answers in a row "
-                       f"(the last: {error[:200]})")
+                               f"(the last: {error[:200]})")
 
     def _check_budget(self, *, model: bool) -> None:
         budgets.check(self.state.spend, self.budget, self._seconds_left(), model=model, cancel=self.agent.cancel,

@@ -1,6 +1,6 @@
 """How an episode ends: its result, small enough for stdout, and the skill a verified episode leaves.
 
-The result is shaped like a ToolResult whose status is the stop reason (engine.agent.budget.STOP_REASONS); it is
+The result is shaped like a ToolResult whose status is the stop reason (engine.core.results.STOP_REASONS); it is
 ok only for ``goal_met``, which only the harness's look can give. Its ``data`` stays small whatever the episode
 did: the last MAX_CALLS_SHOWN calls (``calls_total`` counts them all; the checkpoint keeps every one) and texts cut
 at MAX_TEXT_CHARS. A skill is saved only from a verified episode.

@@ -3,8 +3,8 @@
 A *skill* is an ordinary task (engine.config.tasks.Task) with an ``origin``. When the agent's loop verifies a goal it
 hands the episode's calls to :func:`skill_from_calls`, which keeps only what moved the game successfully and
 maps it to task steps: a goto replans on replay instead of repeating taps, a run is inlined (so skills never
-nest), a raw tap or swipe replays its point. :func:`save_verified_skill` writes it with engine.tasks.skills.SkillStore. Nothing unverified is saved: deciding
-that is the loop's job, not this module's.
+nest), a raw tap or swipe replays its point. :func:`save_verified_skill` writes it with engine.tasks.skills.SkillStore.
+Nothing unverified is saved: deciding that is the loop's job, not this module's.
 """
 
 from __future__ import annotations

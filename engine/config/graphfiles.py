@@ -1,7 +1,8 @@
 """Reading a graph folder: its YAML files, each validated, gathered into items and graph-wide fields with their source.
 
-Nothing here compares one item with another (that is ``engine.config.graphcheck``): this module only finds the files, parses
-and validates each on its own, and remembers where every value was written so later problems can name file:line:col.
+Nothing here compares one item with another (that is ``engine.config.graphcheck``): this module only finds the files,
+parses and validates each on its own, and remembers where every value was written so later problems can name
+file:line:col.
 """
 
 from __future__ import annotations

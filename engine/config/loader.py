@@ -9,9 +9,9 @@ accepted too.
 
 Everything that can be checked before the first tap is checked at load time (MaaFramework's PipelineChecker), in two
 steps: ``engine.config.graphfiles`` reads and validates each file on its own (schema errors, fields set twice), then
-``engine.config.graphcheck`` checks the graph as a whole (duplicate names, dangling references, areas off the screen, unsafe
-asset names, unknown servers, pages that can never be reached or told apart). Each problem is a ``yamlsrc.Problem``
-with file:line:col; this module sorts them into a ``Report`` and turns errors into a ``GraphError``.
+``engine.config.graphcheck`` checks the graph as a whole (duplicate names, dangling references, areas off the screen,
+unsafe asset names, unknown servers, pages that can never be reached or told apart). Each problem is a
+``yamlsrc.Problem`` with file:line:col; this module sorts them into a ``Report`` and turns errors into a ``GraphError``.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ class Report:
 def check_graph(
     path: str | Path | None = None, *, policies: str | Path | Iterable[str] | None = None, companions: bool = True
 ) -> Report:
-    """Load and check the graph at `path` (default: the shipped default graph, pages.DEFAULT_GAME), reporting every problem.
+    """Load and check the graph at `path` (default: the shipped default graph, pages.DEFAULT_GAME), reporting every
+    problem.
 
     Args:
         path: a graph folder or a single graph file.
@@ -170,7 +171,8 @@ def _policy_names(policies: str | Path | Iterable[str] | None) -> tuple[set[str]
 def load_graph(
     path: str | Path | None = None, *, server: str | None = None, policies: str | Path | Iterable[str] | None = None
 ) -> Graph:
-    """The checked graph at `path` (default: the shipped default graph, pages.DEFAULT_GAME), collapsed to `server` when given.
+    """The checked graph at `path` (default: the shipped default graph, pages.DEFAULT_GAME), collapsed to `server` when
+    given.
 
     Warnings are logged; errors raise. `policies` is what hops may name (see ``check_graph``); companion files
     (tasks) are not checked here: their own loaders check them when they are loaded.

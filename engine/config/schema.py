@@ -284,9 +284,9 @@ class Popup(Model):
     priority: int = Field(0, description="Higher is checked and dismissed first.")
     blocking: bool = Field(True, description="Whether it blocks navigation until dismissed.")
     pages: list[Name] | None = Field(None, description="Only on these pages; everywhere when absent.")
-    learned: Name | None = Field(None, description="The proposal this popup was learned from (engine.learning.learner): "
-                                                   "the engine demotes it when its dismissal fails or it fires "
-                                                   "where a known page is.")
+    learned: Name | None = Field(None, description="The proposal this popup was learned from "
+                                                   "(engine.learning.learner): the engine demotes it when its "
+                                                   "dismissal fails or it fires where a known page is.")
 
 
 class App(Model):

@@ -13,8 +13,8 @@ A graph says where things are; this file says what the game holds and what taps 
   button has effects of its own, which may name the tapped ``row``.
 
 ``load_state`` validates the file (pydantic, then every name against the graph) and raises ``YamlError`` with
-file:line:col problems. ``engine.sim.pagestate.SimState`` is one game's live state: ``SimGame`` draws it over each page, gives it taps
-first, and exposes ``truth()`` so tests compare what a task reported with what really changed.
+file:line:col problems. ``engine.sim.pagestate.SimState`` is one game's live state: ``SimGame`` draws it over each page,
+gives it taps first, and exposes ``truth()`` so tests compare what a task reported with what really changed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Named tasks declared in YAML (pages/<game>/tasks.yaml): their language (engine.config.taskfiles reads and checks the files, engine.tasks.runner runs them).
+"""Named tasks declared in YAML (pages/<game>/tasks.yaml): their language (engine.config.taskfiles reads and checks the
+files, engine.tasks.runner runs them).
 
 A task has preconditions (where it may start), ordered steps, and success criteria checked by observation:
 
@@ -264,8 +265,8 @@ def tasks_json_schema() -> dict[str, Any]:
     """The JSON Schema of a tasks file (pages/tasks.schema.json), for editors."""
     body = TaskFile.model_json_schema()
     body.pop("title", None)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Task file (engine.config.tasks.TaskFile)",
-            **body}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Task file (engine.config.tasks.TaskFile)", **body}
 
 
 def walk_steps(items: list, loc: tuple = ("steps",)):

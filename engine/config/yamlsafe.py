@@ -333,10 +333,10 @@ class _Builder:
 def parse(text: str, limits: Limits = LIMITS, loader: type | None = None) -> Parsed:
     """One YAML document as plain data with marks; never raises for bad YAML, the issues say what is wrong.
 
-    ``loader`` is the parser: by default libyaml's when PyYAML has it, else PyYAML's own. libyaml refuses deep nesting by itself
-    since PyYAML 6.0.4 (at 1000 levels, while scanning ahead, before the composer sees a 65th level); such a file is
-    read again by the pure-Python parser, which the composer stops at ``limits.max_depth``, so deep nesting is refused
-    with one sentence at one place whichever parser runs. That costs one more pass over at most ``max_bytes``.
+    ``loader`` is the parser: by default libyaml's when PyYAML has it, else PyYAML's own. libyaml refuses deep nesting
+    by itself since PyYAML 6.0.4 (at 1000 levels, while scanning ahead, before the composer sees a 65th level); such a
+    file is read again by the pure-Python parser, which the composer stops at ``limits.max_depth``, so deep nesting is
+    refused with one sentence at one place whichever parser runs. That costs one more pass over at most ``max_bytes``.
     """
     loader = loader or _Loader
     out = _parse(text, limits, loader)

@@ -8,7 +8,8 @@ is the one reader of graph, task and policy files. ``problems_from_validation_er
 
 Error handling, in one place: ``read_yaml`` never raises for a bad file, it returns the problems it found (syntax
 errors, duplicate keys, unknown tags, bytes that are not UTF-8) beside whatever data it could build, so a caller
-checking many files can report everything at once; ``load_yaml`` is the strict form and raises ``YamlError`` (a ``ConfigError``) when there is any.
+checking many files can report everything at once; ``load_yaml`` is the strict form and raises ``YamlError`` (a
+``ConfigError``) when there is any.
 """
 
 from __future__ import annotations

@@ -48,6 +48,9 @@ _SUGGEST: dict[str, str] = {
     "error": "human",
 }
 SUCCESS_STATUSES = ("ok", "verified", "healthy", "observed")
+STOP_REASONS = ("goal_met", "unverified", "blocked", "false_claim", "budget_turns", "budget_tools", "budget_time",
+                "budget_tokens", "repeat", "invalid_answers", "model_error", "cancelled")
+"""The statuses an agent's episode ends with (the status of its result); only goal_met is ok."""
 
 DATA_KEYS = ("tool", "target", "tool_success", "state_verification", "expected", "observed", "attempts",
              "elapsed_ms", "evidence", "screenshot_analysis", "observation")

@@ -13,8 +13,8 @@ structured content (every tool declares the ToolResult's JSON Schema as its ``ou
 as image content, and ``isError`` when it is not ok. Bad arguments (wrong types, missing fields) are rejected by
 the SDK's argument validation and come back as the tools' ``bad_argument`` result before any tool runs; so do
 arguments a tool does not take. Types are strict: an integer must be a JSON integer (not ``"10"``, ``true`` or
-``10.0``), a string a JSON string.
-Instructions, descriptions and examples name the loaded graph's game, pages and tasks.
+``10.0``), a string a JSON string. Instructions, descriptions and examples name the loaded graph's game, pages and
+tasks.
 
 stdout carries only JSON-RPC: logging goes to stderr (configured by ``python -m engine`` before anything logs),
 ``print`` in library code lands on stderr (``sys.stdout`` is stderr while the session opens and while it serves,
@@ -137,7 +137,8 @@ class EngineServer(MCPServer):
         """When each pending tools/call request was read off stdio, by request id (engine.faces.mcpwire)."""
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio transport, its stdin read by engine.faces.mcpwire so each call's arrival is known: under a burst
+        """The SDK's stdio transport, its stdin read by engine.faces.mcpwire so each call's arrival is known: under a
+        burst
         of calls a request waits to be read, and its bound must count that wait."""
         stdin = StampedStdin(sys.stdin.buffer, self.tools.clock).start()
         stdout = QueuedStdout(os.fdopen(os.dup(sys.stdout.fileno()), "wb"))  # the wire: the real fd 1, kept

@@ -158,8 +158,8 @@ def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = Non
     if fired:
         _undo(written, index_file, index_before)
         raise ProposalRefused(f"{proposal['name']}'s signature also fires on frames of known pages: "
-                      f"{', '.join(str(f) for f in fired)}; nothing was written (cut another crop, or reject it)",
-                      fired)
+                              f"{', '.join(str(f) for f in fired)}; nothing was written (cut another crop, or "
+                              "reject it)", fired)
     _move(path, Path(folder) / "accepted")
     log.info("accepted %s (%s) into %s", proposal["name"], by, target)
     return {"accepted": proposal["name"], "by": by, "graph_file": str(target), "template": str(written[1])}

@@ -2,8 +2,8 @@
 
 A tap on a named button goes to the middle of the button's click area, shifted by the offset at which the
 observer last matched that button's template (the game drew it a little elsewhere), and clipped to the screen.
-Every device call goes through the run's context (counted, and checked against its bounds first); device faults propagate (the
-device already retried them under its policy), so that the caller decides what they mean.
+Every device call goes through the run's context (counted, and checked against its bounds first); device faults
+propagate (the device already retried them under its policy), so that the caller decides what they mean.
 """
 
 from __future__ import annotations

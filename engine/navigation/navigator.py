@@ -389,7 +389,8 @@ class Navigator:
         else:
             ctx.keep_frame(frame)
             obs = self.observer.observe(frame, expected=expected, near=near)
-        if self.learner is not None and self.learner.looked(ctx, obs, frame):  # (engine.learning.learner) the graph grew
+        # engine.learning.learner: the graph grew
+        if self.learner is not None and self.learner.looked(ctx, obs, frame):
             obs = self.observer.observe(frame, expected=expected, near=near)  # or shrank: what does it say now?
         self.last_observation, self._last_expected, self._looked_at = obs, (expected, near), self.actuator.performed
         ctx.record("observation", expected=expected, page=obs.page, popups=list(obs.popups), loading=obs.loading,
@@ -398,8 +399,8 @@ class Navigator:
 
     def seen(self, ctx: RunContext, frame: np.ndarray, obs: Observation, action: Action | None = None
              ) -> Observation:
-        """A look another tool took after a raw `action` (engine.runtime.tools' adb_tap...): the belief is relocalised to
-        it, and a tap on an unknown screen the navigator had just looked at is a lesson for the learner. Returns
+        """A look another tool took after a raw `action` (engine.runtime.tools' adb_tap...): the belief is relocalised
+        to it, and a tap on an unknown screen the navigator had just looked at is a lesson for the learner. Returns
         the observation to use (observed again if the graph changed)."""
         before, looked_at = self.last_observation, self._looked_at
         if self.learner is not None and isinstance(action, TapAction) and action.point is not None and \

@@ -1,4 +1,5 @@
-"""The recovery ladder of the navigator (engine.navigation.navigator), for a screen it cannot place or a page that ignores it.
+"""The recovery ladder of the navigator (engine.navigation.navigator), for a screen it cannot place or a page that
+ignores it.
 
 An unknown screen climbs the rungs in order, one per look: the back key, a visible home button, then the vision
 model (``escalate``). A known page that swallows the navigator's taps (two hops in a row that change nothing on

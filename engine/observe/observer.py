@@ -13,8 +13,8 @@ and matching only. Order of work for ``observe(frame, expected)``:
    given ``vision``) for a frame nothing explained.
 
 Within a page or popup, signatures run cheapest first (colour, template, OCR) and stop at the first miss. When
-no page is named, the evidence ends with the closest misses (engine.observe.checks.closest_misses): the best-scoring miss
-of each of the few pages that came nearest, named ``page/signature``, so a graph author sees why.
+no page is named, the evidence ends with the closest misses (engine.observe.checks.closest_misses): the best-scoring
+miss of each of the few pages that came nearest, named ``page/signature``, so a graph author sees why.
 
 Evidence rules: colour alone never names a page or popup whose button has a template in the asset pack (the
 colour check is kept as a cheap pre-filter and the template is required as well), and a page or popup whose
@@ -114,7 +114,8 @@ class Observer:
         )
 
     def adopt(self, graph: Graph, assets: AssetPack) -> None:
-        """Take up a changed graph and pack in place (a popup learned or demoted mid-run, engine.learning.learner): every
+        """Take up a changed graph and pack in place (a popup learned or demoted mid-run, engine.learning.learner):
+        every
         holder of this observer sees the new targets; the vision client and the latency record stay."""
         fresh = Observer(graph, assets, ocr=self.ocr, vision=self.vision)
         with self._lock:

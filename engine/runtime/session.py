@@ -106,7 +106,8 @@ def open_session(
         clock, sleep: injectable for tests (the simulator and every run keep time with them).
         skills: the skills file merged into the task book (default: engine.core.paths.skills_file, if there).
         control: what taps go through (adb, maatouch, minitouch, auto); default: the tap policy's control.
-        providers: runners of outside tasks (engine.tasks.providers, e.g. alas_wrapped's), killed when the session closes.
+        providers: runners of outside tasks (engine.tasks.providers, e.g. alas_wrapped's), killed when the session
+        closes.
 
     Raises:
         ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named

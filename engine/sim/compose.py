@@ -5,8 +5,8 @@ that mean. The simulator draws the colour fills first (largest first), everythin
 each colour area (smallest first): the pixels of the area that nothing else claimed are set to the one flat colour
 that brings the area's mean back to the signature's colour. When the free pixels cannot make up the difference
 (the area is mostly covered by something of another colour) the screen cannot satisfy its own signatures: that
-is reported as a ``Conflict`` (the renderer logs it once per screen), so a graph author sees it instead of a page that never
-matches.
+is reported as a ``Conflict`` (the renderer logs it once per screen), so a graph author sees it instead of a page that
+never matches.
 """
 
 from __future__ import annotations

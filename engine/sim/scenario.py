@@ -23,11 +23,11 @@ PROFILES = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
 
 def load_profile(name: str) -> dict:
     """The fields of a named latency profile (engine/sim/profiles/NAME.yaml)."""
-    import yaml
+    from engine.config.yamlsrc import load_yaml
 
     if name not in PROFILES:
         raise ValueError(f"unknown latency profile {name!r}; known: {', '.join(PROFILES)}")
-    data = yaml.safe_load((PROFILE_DIR / f"{name}.yaml").read_text(encoding="utf-8")) or {}
+    data = load_yaml(PROFILE_DIR / f"{name}.yaml")[0] or {}
     data.pop("description", None)
     return data
 

@@ -1,9 +1,9 @@
 """The task runner: executes a named task (engine.config.tasks) step by step and checks its success by looking.
 
-It keeps time through the run's context (engine.core.context), acts through the actuator (engine.navigation.actuator) and
-navigates, looks and dismisses popups through the navigator's public calls; so a task shares the bounds, stuck
-detectors and transcript of the run that started it. Every loop here is bounded twice: by its own count or
-timeout, and by the run's deadline.
+It keeps time through the run's context (engine.core.context), acts through the actuator (engine.navigation.actuator)
+and navigates, looks and dismisses popups through the navigator's public calls; so a task shares the bounds, stuck
+detectors and transcript of the run that started it. Every loop here is bounded twice: by its own count or timeout, and
+by the run's deadline.
 
 Each step run is logged (``Outcome.extra["steps"]``: its path such as ``2/do/0``, its type, done, skipped or
 failed, why, and for for_each_match how many matches it tapped), the log kept even when the task fails.

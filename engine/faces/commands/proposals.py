@@ -5,7 +5,8 @@ the page that tap led to, how often it was seen). Accepting one writes it into *
 file (``learned_<name>.yaml``, with the schema modeline) and its template into *your* asset pack, after checking
 that the graph still validates and that the new signature does not fire on any frame of a known page kept with
 the proposals or of the error bundles beside them; otherwise nothing is written and the command exits 2 naming
-the frames where it fired. The shipped graph is never written. The work is engine.learning.proposals' (the studio's too).
+the frames where it fired. The shipped graph is never written. The work is engine.learning.proposals' (the studio's
+too).
 """
 
 from __future__ import annotations

@@ -24,8 +24,7 @@ The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in fram
     GET  /api/events[?max_s=S]  text/event-stream: `event: hop` {run, hop, from, to, action}; `event: step`
                                  {run, kind: dismiss (popup, count) | recover (rung)}; `event: result` {run, page,
                                  ok, status, text, observed, hops, elapsed_ms, belief}; `event: transcript`
-                                 {lines, seq};
-                                 `event: dropped` {count}; comments ": keep-alive" every 10 s
+                                 {lines, seq}; `event: dropped` {count}; comments ": keep-alive" every 10 s
     GET  /api/transcript?since=SEQ&limit=N   {lines: [...], seq, enabled}: lines with seq > SEQ (the last N, N<=500)
     GET  /api/bundles           {bundles: [{name, frames, mtime}]} newest first
     GET  /api/bundles/{name}    {name, frames: [url...], transcript: [...], result: {...}|null}
@@ -45,8 +44,8 @@ The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in fram
     GET  /api/validate          {ok, summary, problems: [{file, line, col, message, severity}]}
     GET  /api/proposals         {proposals: [{name, label, tap, area, shown_on, sightings, collision, known_pages,
                                  first_seen, last_seen, frame_url, crop_url, yaml}], warnings, folder}: the popups
-                                 learned from the vision model (engine.learning.learner), waiting in the transcript folder's
-                                 proposals/; without a transcript folder: folder null and a `note`
+                                 learned from the vision model (engine.learning.learner), waiting in the transcript
+                                 folder's proposals/; without a transcript folder: folder null and a `note`
     GET  /api/proposals/{name}/frame.png, /api/proposals/{name}/crop.png   the proposal's frame and template crop
     POST /api/proposals/{name}/accept  -> {accepted, graph_file, template, by, adopted}: the popup written into the
                                  graph folder (learned_<name>.yaml) and its template into <graph>/learned_assets,

@@ -1,8 +1,9 @@
-"""The studio's proposals panel: the popups the engine learned from the vision model (engine.learning.learner), shown with
-their frames and crops, accepted into the user's graph folder or rejected (the API is listed in engine.faces.studio.app).
+"""The studio's proposals panel: the popups the engine learned from the vision model (engine.learning.learner), shown
+with their frames and crops, accepted into the user's graph folder or rejected (the API is listed in
+engine.faces.studio.app).
 
-The work is engine.learning.proposals' (the ``proposals`` command's too); here it runs off the event loop, one review at a
-time, and an accepted popup is taken up by the live session at once when its learner can (``Learner.adopt``).
+The work is engine.learning.proposals' (the ``proposals`` command's too); here it runs off the event loop, one review at
+a time, and an accepted popup is taken up by the live session at once when its learner can (``Learner.adopt``).
 """
 
 from __future__ import annotations
