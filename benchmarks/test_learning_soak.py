@@ -30,7 +30,8 @@ from engine.config.assetpacks import DirectoryAssetPack, LayeredPack
 from engine.config.loader import load_graph
 from engine.config.policies import load_policies
 from engine.device import open_device
-from engine.learning.learner import LEARNED_PACK, Learner
+from engine.learning.learner import Learner
+from engine.learning.proposals import LEARNED_PACK
 from engine.navigation.navigator import Navigator
 from engine.observe.observer import Observer
 from engine.runtime.tools import Tools
