@@ -62,8 +62,9 @@ class GeminiClient:
         self.base_url = base_url
         self.max_response_bytes = int(max_response_bytes)
         self.types = types
+        self._transport = capped_transport(self.max_response_bytes)
         options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1),
-                                    async_client_args={"transport": capped_transport(self.max_response_bytes)})
+                                    async_client_args={"transport": self._transport})
         self._client = genai.Client(api_key=api_key, http_options=options)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -116,8 +117,10 @@ class GeminiClient:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
         if loop is None:
             return
-        aclose = getattr(self._client.aio, "aclose", None)
-        if aclose is not None:
+        # The SDK closes its own client from 1.39 on; the connections are our transport's, so it is closed too
+        # (on older releases it is the only thing that closes them).
+        closers = [c for c in (getattr(self._client.aio, "aclose", None), self._transport.aclose) if c is not None]
+        for aclose in closers:
             try:
                 asyncio.run_coroutine_threadsafe(aclose(), loop).result(CLOSE_S)
             except Exception:  # noqa: BLE001 - closing is best effort; the loop stops either way
