@@ -24,10 +24,11 @@ Criterion (exactly one key per criterion):
     no_popup: true       no popup shows at all (every detected popup counts as blocking)
     field: {name, op, value, part}
                          a page's OCR text field (Page.fields; the value its pattern extracts, as
-                         engine.tasks.runner's read step does) compared with `value`. op is eq, ne, lt, le, gt, ge or
-                         matches. lt/le/gt/ge need a number; matches needs a regular expression (searched in the
-                         text); eq/ne compare numbers with a number and the stripped text with a string. Counters
-                         written ``N/M`` compare by N (``part: current``, the default) or by M (``part: total``).
+                         engine.tasks.runner's read step does) compared with `value` by the task language's rules
+                         (engine.config.taskvalues). op is eq, ne, lt, le, gt, ge or matches. lt/le/gt/ge need a
+                         number; matches needs a regular expression (searched in the text); eq/ne compare numbers
+                         with a number and the stripped text with a text. Counters written ``N/M`` compare by N
+                         (``part: current``, the default) or by M (``part: total``).
     task: NAME           that task (tasks*.yaml beside the graph) ran and was verified in this episode
 
 Blockers are criteria with a `reason`: when one holds the goal cannot be met, and the loop stops and says why.
@@ -45,16 +46,23 @@ checked against the graph at load time, with file:line:col.
 from __future__ import annotations
 
 import logging
-import operator
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import (
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from engine.config.schema import Model, Name
+from engine.config.taskvalues import compare, number_of
 from engine.config.yamlmessages import problems_from_validation_error
 from engine.config.yamlsrc import Locator, Problem, read_yaml
 from engine.core.errors import GraphError
@@ -67,10 +75,6 @@ MAX_SUBGOAL_DEPTH = 2
 
 GoalName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$")]
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "matches"]
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-}
-_NUMBERS = re.compile(r"(-?\d+(?:\.\d+)?)(?:\s*/\s*(-?\d+(?:\.\d+)?))?")
 _KINDS = ("page", "popup", "popup_absent", "no_popup", "field", "task")
 
 
@@ -387,18 +391,12 @@ def _check(
 
 
 def _compare(check: FieldCheck, text: str | None) -> tuple[bool, str]:
-    """Compare one field's read text with the check (see the module docstring for the rules)."""
+    """Compare one field's read text with the check, by the task language's rules (engine.config.taskvalues: numbers
+    and N/M counters; a goal's field names no duration, so a number is never read as one)."""
     if text is None:
         return False, f"field {check.name} could not be read"
-    if check.op == "matches":
-        held = re.search(str(check.value), text) is not None
-    elif isinstance(check.value, str):
-        held = (text.strip() == check.value) == (check.op == "eq")
-    else:
-        match = _NUMBERS.search(text.replace(",", ""))
-        part = check.part or "current"
-        number = match and (match.group(1) if part == "current" else match.group(2))
-        if not number:
-            return False, f"field {check.name} read {text!r}: no {part} number in it"
-        held = _OPS[check.op](float(number), float(check.value))
+    part = None if isinstance(check.value, str) else (check.part or "current")
+    if part is not None and number_of(text, part) is None:
+        return False, f"field {check.name} read {text!r}: no {part} number in it"
+    held, _ = compare(check.op, text, check.value, part)
     return held, f"field {check.name} read {text!r}: {'' if held else 'not '}{check.op} {check.value!r}"

@@ -3,8 +3,8 @@
 ``number_of`` turns a field's text into one number: a duration (``01:23:45``, ``23:45``) counts in seconds, a
 counter ``N/M`` gives N (``part: current``, the default) or M (``part: total``), anything else its first number
 (thousands separators ignored). ``compare`` applies eq, ne, lt, le, gt, ge to numbers, eq/ne to stripped text,
-and ``matches`` searches a regular expression. engine.config.goals' FieldCheck follows the same rules for numbers and
-counters; this module adds durations and field-to-field comparison.
+and ``matches`` searches a regular expression. It is the one comparison of OCR values: tasks' value conditions and
+goals' field criteria (engine.config.goals) both use it.
 """
 
 from __future__ import annotations

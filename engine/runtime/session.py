@@ -129,9 +129,8 @@ def open_session(
                                    "ALAS checkout's assets, or a pack made by `python -m engine assets import-alas`)")
         from engine.runtime.tools import Tools
 
-        session.tools = Tools.from_session(session, **({"clock": clock} if clock else {}),
+        session.tools = Tools.from_session(session, providers=providers or (), **({"clock": clock} if clock else {}),
                                            **({"sleep": sleep} if sleep else {}))
-        session.tools.providers = list(providers or ())  # listed and run by alas_tools and alas_run
     except BaseException:
         session.close()
         raise

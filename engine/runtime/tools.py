@@ -22,7 +22,7 @@ import functools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -89,7 +89,8 @@ class Tools:
         transcript, bundle_dir: where runs record their events, error bundles and traces (None: nowhere).
         unavailable: why navigation cannot work in this session (for example: no asset pack for a real device);
             goto, state and run then answer ``config_error`` with this text.
-        clock, sleep: injectable for tests; on_event: called with every event a run records (CLI progress).
+        clock, sleep: injectable for tests; on_event: called with every event a run records (CLI progress);
+        providers: runners of outside tasks (alas_wrapped's), listed and run beside the YAML tasks.
     """
 
     def __init__(self, device: Device, graph: Graph, observer: Observer | None = None,
@@ -97,7 +98,8 @@ class Tools:
                  tasks: TaskRunner | None = None, health: Callable[[], Any] | None = None,
                  transcript: Transcript | None = None, bundle_dir: str | None = None, unavailable: str | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None,
+                 providers: Iterable[TaskProvider] = ()) -> None:
         self.device, self.graph, self.observer, self.policies = device, graph, observer, policies
         self.navigator, self.tasks, self.transcript, self.bundle_dir = navigator, tasks, transcript, bundle_dir
         self.unavailable, self.on_event = unavailable, on_event
@@ -107,8 +109,7 @@ class Tools:
         """Performs raw taps and swipes (the navigator's actuator, so both act alike)."""
         self.last_run: RunContext | None = None
         """The context of the last call that acted or looked through the navigator (its steps, for callers)."""
-        self.providers: list[TaskProvider] = []
-        """Runners of outside tasks (alas_wrapped's ALAS worker): listed and run beside the YAML tasks."""
+        self.providers: list[TaskProvider] = list(providers)
 
     def sleep(self, seconds: float) -> None:
         """Pause on this Tools' time (the injected sleep: virtual in soaks and tests)."""
@@ -352,8 +353,7 @@ class Tools:
                              target=ctx.target or None, expected=outcome.expected, observation=outcome.observation,
                              attempts=ctx.attempts, tool_success=tool_success, suggested=outcome.suggested,
                              extra={"hops": ctx.hops, "belief": belief, "vision_calls": ctx.vision_calls,
-                                    **({"learning": learned} if (learned := ctx.learning()) else {}),
-                                    **outcome.extra})
+                                    **({"learning": learned} if (learned := ctx.learning()) else {}), **outcome.extra})
         return ctx.finish(result)
 
     # ------------------------------------------------------------------------------------------- helpers

@@ -228,3 +228,18 @@ def test_free_text_goals_take_only_the_users_criteria(graph):
     assert check_criteria([crit(page="page_main"), crit(no_popup=True)], graph, TASKS) == []
     problems = check_criteria([crit(page="page_nowhere"), crit(task="mail.collect"), crit(task="fly")], graph, TASKS)
     assert len(problems) == 2 and "unknown page 'page_nowhere'" in problems[0] and "unknown task 'fly'" in problems[1]
+
+
+@pytest.mark.parametrize("text, op, value, part", [
+    ("3/4", "lt", 4, None), ("3/4", "eq", 4, "total"), ("Oil 1,200", "ge", 1000, None), ("11/12", "ne", 12, None),
+    ("Commission", "eq", "Commission", None), ("Commission ", "ne", "Dock", None), ("daily 7/12", "matches", r"\d+/12", None),
+])
+def test_a_goals_field_criterion_compares_as_a_tasks_value_condition(text, op, value, part):
+    """One comparison of OCR values: a goal's field criterion and a task's value condition agree on every case."""
+    from engine.config.goals import FieldCheck, _compare
+    from engine.config.taskvalues import compare
+
+    check = FieldCheck(name="f", op=op, value=value, part=part)
+    held, _ = _compare(check, text)
+    assert held == compare(op, text, value, None if isinstance(value, str) else (part or "current"))[0]
+    assert held  # every case above holds
