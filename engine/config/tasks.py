@@ -63,7 +63,7 @@ from pydantic import (
     model_validator,
 )
 
-from engine.config.schema import Area, Model, Name, Point
+from engine.config.schema import Area, KeyAction, Model, Name, Point, SwipeAction, TapAction
 from engine.config.taskvalues import number_of
 
 MAX_RUN_DEPTH = 3
@@ -135,11 +135,9 @@ class GotoStep(_Step):
     page: Name
 
 
-class TapStep(_Step):
+class TapStep(_Step, TapAction):
     """Tap a named button's click area, or a raw point in reference-resolution pixels."""
 
-    type: Literal["tap"]
-    button: Name | None = None
     point: Point | None = Field(None, description="[x, y] in reference-resolution pixels, instead of a button.")
     collects: bool | MatchCheck = Field(False, description="This tap collects: it counts in the result's "
                                         "`collected` (once; or, given {button, area}, a COLLECT ALL counting every "
@@ -147,25 +145,13 @@ class TapStep(_Step):
                                         "an attachment), and a task whose collecting steps all skip did nothing "
                                         "to collect.")
 
-    @model_validator(mode="after")
-    def _one_target(self) -> TapStep:
-        if (self.button is None) == (self.point is None):
-            raise ValueError("a tap needs exactly one of `button` or `point`")
-        return self
 
-
-class SwipeStep(_Step):
+class SwipeStep(_Step, SwipeAction):
     """Swipe between two raw points in reference-resolution pixels."""
 
-    type: Literal["swipe"]
-    start: Point
-    end: Point
-    duration_ms: int = Field(300, gt=0, le=10_000)
 
-
-class KeyStep(_Step):
-    type: Literal["key"]
-    key: Literal["back", "home", "enter", "menu", "app_switch"]
+class KeyStep(_Step, KeyAction):
+    """Press a key (engine.config.schema.KeyAction)."""
 
 
 class WaitForStep(_Step):
