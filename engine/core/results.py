@@ -19,38 +19,36 @@ Channel = Literal["color", "template", "ocr", "vision"]
 SUGGESTED_ACTIONS = ("retry", "dismiss_popup_then_retry", "use_vision", "reconnect", "restart_app", "human")
 """The closed set an LLM caller may be told to do next."""
 
-_SUGGEST: dict[str, str] = {
-    "timeout": "retry",
-    "cancelled": "retry",
-    "busy": "retry",
-    "not_verified": "retry",
-    "device_error": "reconnect",
-    "device_offline": "reconnect",
-    "connection_lost": "reconnect",
-    "adb_server_down": "reconnect",
-    "device_not_found": "reconnect",
-    "unhealthy": "reconnect",
-    "device_missing": "reconnect",
-    "black_screen": "restart_app",
-    "black_frame": "restart_app",
-    "unknown_screen": "use_vision",
-    "popup_blocking": "dismiss_popup_then_retry",
-    "bad_frame": "human",
-    "stuck": "human",
-    "no_route": "human",
-    "bad_argument": "human",
-    "unknown_page": "human",
-    "unknown_task": "human",
-    "refused": "human",
-    "precondition_failed": "human",
-    "config_error": "human",
-    "not_implemented": "human",
-    "error": "human",
-}
 SUCCESS_STATUSES = ("ok", "verified", "healthy", "observed")
 STOP_REASONS = ("goal_met", "unverified", "blocked", "false_claim", "budget_turns", "budget_tools", "budget_time",
                 "budget_tokens", "repeat", "invalid_answers", "model_error", "cancelled")
 """The statuses an agent's episode ends with (the status of its result); only goal_met is ok."""
+
+STATUSES: dict[str, str] = {
+    # the work did not run through, or did not arrive: try again
+    "timeout": "retry", "cancelled": "retry", "busy": "retry", "not_verified": "retry", "partial": "retry",
+    "navigation_error": "retry", "verification_error": "retry", "model_error": "retry",
+    # the device
+    "device_error": "reconnect", "device_offline": "reconnect", "connection_lost": "reconnect",
+    "adb_server_down": "reconnect", "device_not_found": "reconnect", "unhealthy": "reconnect",
+    "device_missing": "reconnect",
+    "black_screen": "restart_app", "black_frame": "restart_app",
+    # the screen
+    "unknown_screen": "use_vision", "popup_blocking": "dismiss_popup_then_retry",
+    # a person must look
+    "bad_frame": "human", "stuck": "human", "no_route": "human", "bad_argument": "human", "unknown_page": "human",
+    "unknown_task": "human", "refused": "human", "precondition_failed": "human", "config_error": "human",
+    "not_implemented": "human", "error": "human",
+    # an outside task's worker (engine.tasks.providers); a provider may add words of its own, with their next step
+    "not_started": "retry", "worker_failed": "retry",
+    # an agent's episode (STOP_REASONS)
+    "goal_met": "retry", "unverified": "retry", "blocked": "retry", "false_claim": "retry", "budget_turns": "retry",
+    "budget_tools": "retry", "budget_time": "retry", "budget_tokens": "retry", "repeat": "retry",
+    "invalid_answers": "retry",
+}
+"""The one status vocabulary: every status the engine reports when the work failed, with the next step an agent is
+told (``suggested_action``; one of SUGGESTED_ACTIONS). A success (SUCCESS_STATUSES) has none; a status outside both
+(an outside task's own word) is told to retry."""
 
 DATA_KEYS = ("tool", "target", "tool_success", "state_verification", "expected", "observed", "attempts",
              "elapsed_ms", "evidence", "screenshot_analysis", "observation")
@@ -59,7 +57,7 @@ DATA_KEYS = ("tool", "target", "tool_success", "state_verification", "expected",
 
 def suggested_action(status: str) -> str | None:
     """The next step an agent should take after a result with `status` (None when it succeeded)."""
-    return None if status in SUCCESS_STATUSES else _SUGGEST.get(status, "retry")
+    return None if status in SUCCESS_STATUSES else STATUSES.get(status, "retry")
 
 
 def closest(name: str, names: Iterable[str], n: int = 3) -> list[str]:

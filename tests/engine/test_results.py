@@ -26,3 +26,25 @@ def test_every_navigation_failure_suggests_an_action_from_the_closed_set():
     for status in ("popup_blocking", "unknown_screen", "timeout", "cancelled", "stuck", "device_offline",
                    "adb_server_down", "device_not_found", "black_screen", "bad_frame", "no_route", "other"):
         assert _suggest(status) in SUGGESTED_ACTIONS
+
+
+def test_every_status_the_engine_reports_is_in_the_one_vocabulary():
+    """Errors' statuses, the agent's stop reasons and every status an Outcome is given in the engine's code."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from engine.core import errors
+    from engine.core.results import STATUSES, STOP_REASONS, SUCCESS_STATUSES, SUGGESTED_ACTIONS
+
+    known = set(STATUSES) | set(SUCCESS_STATUSES)
+    assert set(STATUSES.values()) <= set(SUGGESTED_ACTIONS)
+    used = {cls.status for _, cls in inspect.getmembers(errors, inspect.isclass) if issubclass(cls, errors.EngineError)}
+    used |= set(STOP_REASONS)
+    root = Path(__file__).resolve().parents[2] / "engine"
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Outcome" and len(node.args) >= 2:
+                if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                    used.add(node.args[1].value)
+    assert used - known == set()
