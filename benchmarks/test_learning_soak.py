@@ -83,8 +83,7 @@ def test_model_calls_fall_to_zero_once_each_hidden_popup_is_accepted(fake_gemini
             device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
             devices.append(device)
             observer = Observer(graph, pack, vision=vision)
-            nav = Navigator(device, graph, observer, clock=clock)
-            nav.learner = Learner(folder)
+            nav = Navigator(device, graph, observer, clock=clock, learner=Learner(folder))
             return Tools(device, graph, observer, policies, navigator=nav, clock=clock, sleep=clock.sleep)
 
         def soak(stats: dict, learn: bool = True) -> None:

@@ -364,16 +364,16 @@ def with_learned(graph_dir: str | Path | None, pack: Any, server: str) -> Any:
     return LayeredPack([DirectoryAssetPack(folder, server), pack], server)
 
 
-def attach(session: Any, graph_dir: str | Path | None, base: Any) -> None:
-    """Give the session's navigator a learner as its policy says (``learning``: off, propose, auto): proposals
+def session_learner(session: Any, graph_dir: str | Path | None, base: Any) -> Learner | None:
+    """The learner a session's navigator is made with, as its policy says (``learning``: off, propose, auto): proposals
     beside the transcript (none without one); `auto` accepts into the user's graph folder and its learned pack,
     and the live session takes the grown (or demoted) graph up at once. `base`: the session's pack without the
     learned templates."""
     from engine.config.loader import load_graph
 
     policy = session.policies.learning
-    if session.bundle_dir is None or session.navigator is None or policy.mode == "off":
-        return
+    if session.bundle_dir is None or policy.mode == "off":
+        return None
     pack_dir = learned_pack_dir(graph_dir)
     folder = pack_dir.parent if pack_dir is not None else None  # the user's graph folder: never the shipped one
 
@@ -389,6 +389,6 @@ def attach(session: Any, graph_dir: str | Path | None, base: Any) -> None:
     if policy.mode == "auto" and folder is None:
         log.warning("learning: auto needs a graph folder of yours (--graph DIR, a copy of the shipped one): "
                     "proposals are written, none is accepted by itself")
-    session.navigator.learner = Learner(
+    return Learner(
         Path(session.bundle_dir).parent / "proposals", auto=policy.min_sightings if policy.mode == "auto" else None,
         graph_dir=folder, pack_dir=pack_dir, pages_pack=base, adopt=adopt if folder is not None else None)

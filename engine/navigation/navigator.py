@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
@@ -124,7 +124,7 @@ class Navigator:
     """
 
     def __init__(self, device: Device, graph: Graph, observer: Observer, *, actuator: Actuator | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, learner: Any = None) -> None:
         self.device, self.graph, self.observer = device, graph, observer
         self.actuator = actuator or Actuator(device, graph)
         self.machine = BeliefMachine(graph, clock)
@@ -133,7 +133,7 @@ class Navigator:
         self._last_expected: tuple[str | None, bool] | None = None
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
         self._looked_at: int | None = None  # the action count at the last look
-        self.home_buttons, self.learner = home_buttons(graph), None  # learner: engine.learning.learner.Learner
+        self.home_buttons, self.learner = home_buttons(graph), learner  # an engine.learning.learner.Learner
 
     @property
     def belief(self):

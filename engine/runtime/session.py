@@ -177,7 +177,7 @@ def _open_transcript(session: Session, folder: Path) -> None:
 
 
 def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any) -> None:
-    from engine.learning.learner import attach, with_learned
+    from engine.learning.learner import session_learner, with_learned
     from engine.navigation.navigator import Navigator
     from engine.observe.observer import Observer
     from engine.tasks.runner import TaskRunner
@@ -188,9 +188,10 @@ def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any)
     if vision is not None:
         session._closers.append(vision.close)
     session.observer = Observer(session.graph, session.assets, vision=vision)
-    session.navigator = Navigator(session.device, session.graph, session.observer,
+    # with a transcript: screens the model resolved become proposals beside it
+    learner = session_learner(session, graph_dir, base)
+    session.navigator = Navigator(session.device, session.graph, session.observer, learner=learner,
                                   **({"clock": clock} if clock is not None else {}))
-    attach(session, graph_dir, base)  # with a transcript: screens the model resolved become proposals beside it
     book = load_task_book(graph_dir, session.graph)
     _check_task_policies(book, session.policies)
     session.shipped_tasks = frozenset(book.names() if book is not None else ())

@@ -54,8 +54,7 @@ def world(fake_gemini, tmp_path):
             device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
             devices.append(device)
             observer = Observer(graph, pack, vision=vision)
-            nav = Navigator(device, graph, observer, clock=clock)
-            nav.learner = learner
+            nav = Navigator(device, graph, observer, clock=clock, learner=learner)
             return Tools(device, graph, observer, policies, navigator=nav, clock=clock, sleep=clock.sleep)
 
         yield full, assets, sim.game, fake_gemini, engine

@@ -37,8 +37,7 @@ def test_the_agents_tap_that_clears_an_unknown_screen_becomes_a_proposal(scripte
     with start_embedded(full, assets=assets, clock=clock) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
         observer = Observer(graph, assets)
-        nav = Navigator(device, graph, observer, clock=clock)
-        nav.learner = Learner(folder)
+        nav = Navigator(device, graph, observer, clock=clock, learner=Learner(folder))
         tools = Tools(device, graph, observer, policies, navigator=nav, clock=clock, sleep=clock.sleep)
         assert tools.alas_goto("page_main").ok
         sim.game.show_popup(HIDDEN)
