@@ -278,7 +278,7 @@ class AdbDevice:
             callback()
 
     def on_close(self, callback: Callable[[], None]) -> None:
-        """Call `callback` when the device is closed (open_device stops its embedded simulator this way)."""
+        """Call `callback` when the device is closed (engine.runtime.devices.open_simulated stops its simulator so)."""
         self._on_close.append(callback)
 
     def __enter__(self) -> AdbDevice:

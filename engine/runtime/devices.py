@@ -20,8 +20,12 @@ def open_simulated(graph: Any = None, *, policies: Policies | None = None, contr
         sim_options: keyword arguments for engine.sim.start_embedded (assets, scenario, seed, state, clock).
     """
     sim = start_embedded(graph, **sim_options)
-    device = open_device(sim.serial, graph=graph if graph is not None else sim.game.graph, policies=policies,
-                         adb_host=sim.host, adb_port=sim.port, sleep=sleep, control=control)
+    try:
+        device = open_device(sim.serial, graph=graph if graph is not None else sim.game.graph, policies=policies,
+                             adb_host=sim.host, adb_port=sim.port, sleep=sleep, control=control)
+    except BaseException:
+        sim.stop()
+        raise
     device.sim = sim
     device.on_close(sim.stop)
     return device

@@ -145,17 +145,16 @@ def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any,
     graph, policies = session.graph, session.policies
     if serial is None:
         from engine.config.simstate import state_beside
-        from engine.sim import Scenario, start_embedded
+        from engine.runtime.devices import open_simulated
+        from engine.sim import Scenario
 
         if isinstance(scenario, (str, Path)):
             scenario = Scenario.from_file(scenario)
-        sim = start_embedded(graph, assets=pack, scenario=scenario, seed=seed or 0,
-                             state=state_beside(graph_dir, graph), **({"clock": clock} if clock is not None else {}))
-        session._closers.append(sim.stop)
-        session.sim = sim
-        session.device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host,
-                                     adb_port=sim.port, control=control)
-        session.assets = pack if pack is not None else sim.assets
+        session.device = open_simulated(graph, policies=policies, control=control, assets=pack, scenario=scenario,
+                                        seed=seed or 0, state=state_beside(graph_dir, graph),
+                                        **({"clock": clock} if clock is not None else {}))
+        session.sim = session.device.sim  # closing the device stops it
+        session.assets = pack if pack is not None else session.sim.assets
     else:
         session.device = open_device(serial, graph=graph, policies=policies, adb_host=adb_host, adb_port=adb_port,
                                      control=control)
