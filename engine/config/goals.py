@@ -73,7 +73,9 @@ logger = logging.getLogger(__name__)
 MAX_SUBGOAL_DEPTH = 2
 """Subgoals of subgoals are allowed; one level more is a load error."""
 
-GoalName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$")]
+GOAL_NAME = r"^[a-z][a-z0-9_.\-]*$"
+"""What a goal's name looks like (a free-text goal is anything else: it has spaces)."""
+GoalName = Annotated[str, Field(pattern=GOAL_NAME)]
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "matches"]
 _KINDS = ("page", "popup", "popup_absent", "no_popup", "field", "task")
 

@@ -25,7 +25,6 @@ from typing import Any
 
 from engine.core.errors import ConfigError
 
-_GOAL_NAME = re.compile(r"^[a-z][a-z0-9_.\-]*$")
 _UNTIL = re.compile(r"^(page|popup|popup_absent|task)=(\S+)$")
 
 
@@ -71,7 +70,7 @@ def _criteria(texts: list[str], graph: Any, tasks: set[str]) -> list[Any]:
 
 
 def _goal(args: argparse.Namespace, graph: Any, has_model: bool) -> Any:
-    from engine.config.goals import Goal, free_text_goal, load_goals, task_names_beside
+    from engine.config.goals import GOAL_NAME, Goal, free_text_goal, load_goals, task_names_beside
     from engine.core.paths import builtin_graph_dir
     from engine.core.results import did_you_mean
 
@@ -91,7 +90,7 @@ def _goal(args: argparse.Namespace, graph: Any, has_model: bool) -> Any:
         kind = "page" if args.goal in pages else "task"
         what = f"Show {args.goal}." if kind == "page" else f"Run {args.goal}, verified."
         return Goal(name=args.goal, description=what, success=[{kind: args.goal}, *until])
-    if _GOAL_NAME.match(args.goal) and " " not in args.goal:
+    if re.match(GOAL_NAME, args.goal) and " " not in args.goal:
         known = [*names, *pages, *sorted(tasks)]
         hint, _ = did_you_mean(args.goal, known)
         raise ConfigError(f"unknown goal {args.goal!r}{hint or '; goals: ' + (', '.join(names) or 'none')} "
