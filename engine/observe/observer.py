@@ -115,8 +115,7 @@ class Observer:
 
     def adopt(self, graph: Graph, assets: AssetPack) -> None:
         """Take up a changed graph and pack in place (a popup learned or demoted mid-run, engine.learning.learner):
-        every
-        holder of this observer sees the new targets; the vision client and the latency record stay."""
+        every holder of this observer sees the new targets; the vision client and the latency record stay."""
         fresh = Observer(graph, assets, ocr=self.ocr, vision=self.vision)
         with self._lock:
             for key, value in vars(fresh).items():
