@@ -165,9 +165,11 @@ def test_bench_classify_naive_alas_baseline(benchmark, sim):
 
 
 def test_bench_ocr_known_region(benchmark):
-    """Reading one known region is one recognition call: against RapidOCR's full pipeline on the same crop (text
-    detection, angle classifier, recognition: the naive way) and its recognition alone, both timed in alternation
-    with ours. The recognition model itself is nearly all of the time (10.8 of 11.1 ms measured)."""
+    """Reading one known region is one recognition call with the fused recogniser (verifiers/ocrmodel.py): against
+    RapidOCR's full pipeline on the same crop (text detection, angle classifier, recognition: the naive way) and
+    against RapidOCR's recognition alone with the model as shipped, both timed in alternation with ours."""
+    from rapidocr_onnxruntime import RapidOCR
+
     from verifiers import ocr
 
     frame = np.full((720, 1280, 3), 35, np.uint8)
@@ -178,14 +180,15 @@ def test_bench_ocr_known_region(benchmark):
     median = _median_ms(benchmark)
     if median is not None:
         region = np.ascontiguousarray(frame[60:115, 90:400])
-        engine = ocr.engine()
-        ours, full = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)), lambda: engine(region), rounds=30)
+        shipped = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, det_limit_type="max", print_verbose=False)
+        ours, full = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)), lambda: shipped(region), rounds=30)
         _, alone = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)),
-                               lambda: engine(region, use_det=False, use_cls=False, use_rec=True), rounds=20)
-        benchmark.extra_info.update({"full_pipeline_ms": full, "ratio": ours / full, "recognition_alone_ms": alone})
+                               lambda: shipped(region, use_det=False, use_cls=False, use_rec=True), rounds=60)
+        benchmark.extra_info.update({"full_pipeline_ms": full, "ratio": ours / full, "shipped_recognition_ms": alone,
+                                     "ratio_to_shipped_recognition": ours / alone})
         RESULTS["ocr"] = median
         assert ours <= 0.85 * full, (ours, full)
-        assert ours <= 1.3 * alone, (ours, alone)
+        assert ours <= 0.97 * alone, (ours, alone)  # the fused model: measured 0.91-0.92
         assert median <= 18.0
 
 

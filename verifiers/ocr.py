@@ -13,18 +13,25 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from engine.config.schema import Graph, OcrSignature, Page
 from engine.core.errors import VerificationError
+from engine.core.paths import agent_home
 from engine.core.results import Evidence
 from verifiers.common import TimedCheck, clip, plain, signature_name
+from verifiers.ocrmodel import fused_model_path
 
 log = logging.getLogger(__name__)
 
 FALLBACK_BELOW = 0.5
 """Recognition confidence under which a known region is read again with text detection."""
+
+REC_MODEL = "models/ch_PP-OCRv4_rec_infer.onnx"
+"""The recogniser rapidocr-onnxruntime 1.4 ships (its config.yaml, Rec.model_path), loaded with its hard-swish
+activations fused (verifiers/ocrmodel.py); another version's model is loaded as that version configures it."""
 
 _engine = None
 _load_lock = threading.Lock()
@@ -46,11 +53,22 @@ def engine():
                         inter_op_num_threads=1,
                         det_limit_type="max",
                         print_verbose=False,
+                        **model_options(),
                     )
                 except Exception as exc:  # a broken install is a verification failure, not a crash
                     raise VerificationError(f"cannot load the OCR engine: {exc}") from exc
                 log.info("OCR engine loaded in %.0f ms", (time.perf_counter() - start) * 1000)
     return _engine
+
+
+def model_options() -> dict[str, str]:
+    """RapidOCR's options that load the fused recogniser (written under the engine's home folder on first use)."""
+    import rapidocr_onnxruntime
+
+    shipped = Path(rapidocr_onnxruntime.__file__).parent / REC_MODEL
+    if not shipped.is_file():
+        return {}
+    return {"rec_model_path": str(fused_model_path(shipped, agent_home() / "cache" / "ocr"))}
 
 
 def loaded() -> bool:
