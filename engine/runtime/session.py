@@ -36,31 +36,76 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Session:
-    """Everything one device needs; ``tools`` is the bounded surface every face calls."""
+    """Everything one device needs; ``tools`` is the bounded surface every face calls.
+
+    Made by ``open_session`` with the device and what was read before it; the constructor builds the rest
+    (observer, navigator, tasks, tools) from those, so a Session is whole when it exists.
+    """
 
     device: Device
     graph: Graph
     policies: Policies
-    observer: Observer | None = None
-    navigator: Navigator | None = None
-    tasks: TaskRunner | None = None
     assets: AssetPack | None = None
+    """The pack pages are recognised with (learned popups are added to it here); None: nothing can be observed."""
+    sim: Any = None
+    """The embedded simulator (engine.sim.EmbeddedSim) when no serial was given; tests read its truth."""
     transcript: Transcript | None = None
     bundle_dir: str | None = None
     unavailable: str | None = None
     """Why this session cannot observe or navigate (a real device with no asset pack), or None."""
-    sim: Any = None
-    """The embedded simulator (engine.sim.EmbeddedSim) when no serial was given; tests read its truth."""
-    tools: Tools | None = None
     skills_path: Path | None = None
     """The game's skills file: merged into the task book when it exists, and where the agent saves new skills."""
-    shipped_tasks: frozenset[str] = frozenset()
-    """Names of the graph's own tasks, which a skill may not take."""
+    graph_dir: str | Path | None = None
+    """The graph's folder as the user named it (None: the shipped graph): its tasks and learned popups."""
+    providers: tuple[Any, ...] = ()
+    """Runners of outside tasks (engine.tasks.providers), killed when the session closes."""
+    clock: Callable[[], float] | None = None
+    sleep: Callable[[float], None] | None = None
     _closers: list[Callable[[], None]] = field(default_factory=list)
+    observer: Observer | None = field(init=False, default=None)
+    navigator: Navigator | None = field(init=False, default=None)
+    tasks: TaskRunner | None = field(init=False, default=None)
+    """The graph's tasks and the game's skills; an empty book when it has neither, None when it cannot navigate."""
+    shipped_tasks: frozenset[str] = field(init=False, default=frozenset())
+    """Names of the graph's own tasks, which a skill may not take."""
+    tools: Tools = field(init=False)
+
+    def __post_init__(self) -> None:
+        from engine.runtime.tools import Tools
+
+        if self.assets is not None:
+            self._open_navigation()
+        timing = {key: value for key, value in (("clock", self.clock), ("sleep", self.sleep)) if value is not None}
+        self.tools = Tools.from_session(self, providers=self.providers, **timing)
+
+    def _open_navigation(self) -> None:
+        from engine.config.taskfiles import TaskBook
+        from engine.learning.learner import session_learner, with_learned
+        from engine.navigation.navigator import Navigator
+        from engine.observe.observer import Observer
+        from engine.tasks.runner import TaskRunner
+
+        base = self.assets
+        self.assets = with_learned(self.graph_dir, base, self.graph.server)  # popups learned before, if any
+        vision = _vision(self.graph, self.policies)
+        if vision is not None:
+            self._closers.append(vision.close)
+        self.observer = Observer(self.graph, self.assets, vision=vision)
+        # with a transcript: screens the model resolved become proposals beside it
+        learner = session_learner(self, self.graph_dir, base)
+        self.navigator = Navigator(self.device, self.graph, self.observer, learner=learner,
+                                   **({"clock": self.clock} if self.clock is not None else {}))
+        book = load_task_book(self.graph_dir, self.graph)  # None: the graph ships no tasks
+        _check_task_policies(book, self.policies)
+        self.shipped_tasks = frozenset(book.names() if book is not None else ())
+        self.tasks = TaskRunner(self.navigator, book if book is not None else TaskBook([]),
+                                progress_dir=_progress_dir(self.graph))
+        reload_tasks(self)
 
     def close(self) -> None:
-        if self.tools is not None:
-            self.tools.close()
+        tools = getattr(self, "tools", None)  # None when the constructor failed before making them
+        if tools is not None:
+            tools.close()
         for close in reversed(self._closers):
             try:
                 close()
@@ -116,87 +161,63 @@ def open_session(
     policies = load_policies(policies_file)
     graph = load_graph(graph_dir, policies=policies.names).resolve(server)  # hops may name the user's policies
     pack = _asset_pack(assets, graph.server, graph.fallback_server)
-    session = Session(device=None, graph=graph, policies=policies)  # type: ignore[arg-type] - set just below
-    session.skills_path = Path(skills) if skills is not None else _default_skills(graph)
+    closers: list[Callable[[], None]] = []
     try:
-        _open_device(session, serial, pack, scenario, seed, clock, adb_host, adb_port, control, graph_dir)
-        if transcript_dir is not None:
-            _open_transcript(session, Path(transcript_dir))
-        if session.assets is not None:
-            _open_navigation(session, graph_dir, clock)
-        else:
-            session.unavailable = (f"a real device ({serial}) needs an asset pack: pass --assets DIR (for example an "
-                                   "ALAS checkout's assets, or a pack made by `python -m engine assets import-alas`)")
-        from engine.runtime.tools import Tools
-
-        session.tools = Tools.from_session(session, providers=providers or (), **({"clock": clock} if clock else {}),
-                                           **({"sleep": sleep} if sleep else {}))
+        device, sim, pack = _open_device(graph, policies, serial, pack, scenario, seed, clock, adb_host, adb_port,
+                                         control, graph_dir)
+        closers.append(device.close)
+        transcript, bundle_dir = _open_transcript(Path(transcript_dir), closers) if transcript_dir is not None \
+            else (None, None)
+        unavailable = None if pack is not None else (
+            f"a real device ({serial}) needs an asset pack: pass --assets DIR (for example an ALAS checkout's "
+            "assets, or a pack made by `python -m engine assets import-alas`)")
+        return Session(device=device, graph=graph, policies=policies, assets=pack, sim=sim, transcript=transcript,
+                       bundle_dir=bundle_dir, unavailable=unavailable,
+                       skills_path=Path(skills) if skills is not None else _default_skills(graph),
+                       graph_dir=graph_dir, providers=tuple(providers or ()), clock=clock, sleep=sleep,
+                       _closers=closers)
     except BaseException:
-        session.close()
+        for close in reversed(closers):
+            try:
+                close()
+            except Exception as exc:  # noqa: BLE001 - the caller's error is the one to see
+                log.debug("close failed: %s", exc)
         raise
-    return session
 
 
-def _open_device(session: Session, serial: str | None, pack: Any, scenario: Any, seed: int | None,
+def _open_device(graph: Graph, policies: Policies, serial: str | None, pack: Any, scenario: Any, seed: int | None,
                  clock: Any, adb_host: str | None, adb_port: int | None, control: str | None = None,
-                 graph_dir: str | Path | None = None) -> None:
+                 graph_dir: str | Path | None = None) -> tuple[Device, Any, Any]:
+    """(device, the simulator or None, the asset pack: the simulator's synthetic one when none was given)."""
     from engine.device import open_device
 
-    graph, policies = session.graph, session.policies
-    if serial is None:
-        from engine.config.simstate import state_beside
-        from engine.runtime.devices import open_simulated
-        from engine.sim import Scenario
+    if serial is not None:
+        return (open_device(serial, graph=graph, policies=policies, adb_host=adb_host, adb_port=adb_port,
+                            control=control), None, pack)
+    from engine.config.simstate import state_beside
+    from engine.runtime.devices import open_simulated
+    from engine.sim import Scenario
 
-        if isinstance(scenario, (str, Path)):
-            scenario = Scenario.from_file(scenario)
-        session.device = open_simulated(graph, policies=policies, control=control, assets=pack, scenario=scenario,
-                                        seed=seed or 0, state=state_beside(graph_dir, graph),
-                                        **({"clock": clock} if clock is not None else {}))
-        session.sim = session.device.sim  # closing the device stops it
-        session.assets = pack if pack is not None else session.sim.assets
-    else:
-        session.device = open_device(serial, graph=graph, policies=policies, adb_host=adb_host, adb_port=adb_port,
-                                     control=control)
-        session.assets = pack
-    session._closers.append(session.device.close)
+    if isinstance(scenario, (str, Path)):
+        scenario = Scenario.from_file(scenario)
+    device = open_simulated(graph, policies=policies, control=control, assets=pack, scenario=scenario,
+                            seed=seed or 0, state=state_beside(graph_dir, graph),
+                            **({"clock": clock} if clock is not None else {}))
+    return device, device.sim, pack if pack is not None else device.sim.assets  # closing the device stops it
 
 
-def _open_transcript(session: Session, folder: Path) -> None:
+def _open_transcript(folder: Path, closers: list[Callable[[], None]]) -> tuple[Transcript, str]:
+    """(the transcript in `folder`, its error-bundle folder); its closing is added to `closers`."""
     from engine.core.errors import ConfigError
     from engine.runtime.transcript import Transcript
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        session.transcript = Transcript(folder / "transcript.jsonl")
+        transcript = Transcript(folder / "transcript.jsonl")
     except OSError as exc:
         raise ConfigError(f"cannot write the transcript in {folder}: {exc.strerror or exc}") from None
-    session._closers.append(session.transcript.close)
-    session.bundle_dir = str(folder / "error_bundles")
-
-
-def _open_navigation(session: Session, graph_dir: str | Path | None, clock: Any) -> None:
-    from engine.learning.learner import session_learner, with_learned
-    from engine.navigation.navigator import Navigator
-    from engine.observe.observer import Observer
-    from engine.tasks.runner import TaskRunner
-
-    base = session.assets
-    session.assets = with_learned(graph_dir, base, session.graph.server)  # popups learned before, if any
-    vision = _vision(session.graph, session.policies)
-    if vision is not None:
-        session._closers.append(vision.close)
-    session.observer = Observer(session.graph, session.assets, vision=vision)
-    # with a transcript: screens the model resolved become proposals beside it
-    learner = session_learner(session, graph_dir, base)
-    session.navigator = Navigator(session.device, session.graph, session.observer, learner=learner,
-                                  **({"clock": clock} if clock is not None else {}))
-    book = load_task_book(graph_dir, session.graph)
-    _check_task_policies(book, session.policies)
-    session.shipped_tasks = frozenset(book.names() if book is not None else ())
-    session.tasks = TaskRunner(session.navigator, book, progress_dir=_progress_dir(session.graph)) \
-        if book is not None else None
-    reload_tasks(session)
+    closers.append(transcript.close)
+    return transcript, str(folder / "error_bundles")
 
 
 def _check_task_policies(book: Any, policies: Any) -> None:
@@ -216,29 +237,22 @@ def _check_task_policies(book: Any, policies: Any) -> None:
 
 def reload_tasks(session: Session) -> list[str]:
     """Merge the session's skills file into its task book (a skill saved again replaces its older self); the
-    names of the skills merged. A session with skills but no shipped tasks gets a book; one that cannot navigate
-    gets nothing.
+    names of the skills merged. A session that cannot navigate gets nothing.
 
     Raises:
         GraphError: the skills file is broken or names what the graph lacks (file:line:col).
         ConfigError: a skill has the name of a shipped task.
     """
-    from engine.config.taskfiles import TaskBook
     from engine.core.errors import ConfigError
-    from engine.tasks.runner import TaskRunner
     from engine.tasks.skills import SkillStore
 
-    if session.skills_path is None or session.navigator is None:
+    if session.skills_path is None or session.tasks is None:
         return []
     skills = SkillStore(session.skills_path).load(session.graph)
     clash = sorted({t.name for t in skills} & session.shipped_tasks)
     if clash:
         raise ConfigError(f"skill(s) {', '.join(clash)} have the name of a shipped task; rename them",
                           file=str(session.skills_path))
-    if skills and session.tasks is None:
-        session.tasks = TaskRunner(session.navigator, TaskBook([]), progress_dir=_progress_dir(session.graph))
-        if session.tools is not None:
-            session.tools.tasks = session.tasks
     for task in skills:
         session.tasks.book.add(task)
     return [t.name for t in skills]

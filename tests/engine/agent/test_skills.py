@@ -233,4 +233,5 @@ def test_without_skills_the_session_still_knows_where_to_save_them(tmp_path, mon
     monkeypatch.setenv("ENGINE_HOME", str(tmp_path / "home"))
     with open_session(graph_dir=DEMO) as s:
         assert s.skills_path == tmp_path / "home" / "demo" / "skills.yaml" and not s.skills_path.exists()
-        assert s.tasks is None
+        assert s.tasks.names() == [] and s.tools.call("alas_tools", {}).data["tasks"] == []
+        assert s.tools.tasks is s.tasks  # a skill saved later lands in the book the tools already run from
