@@ -250,3 +250,27 @@ def test_a_loopback_bind_keeps_loopback_names_only_unless_told():
         assert status(client, "127.0.0.2:8000") == 200 and status(client, "localhost:8000") == 200
         assert status(client, "evil.example") == 421
         assert status(client, "localhost:8000", origin="http://evil.example") == 403
+
+
+def test_the_machine_addresses_of_a_wildcard_bind_are_addresses_with_loopback():
+    found = mcpauth.machine_addresses()
+    assert {"127.0.0.1", "::1"} <= found
+    for address in found:
+        ipaddress.ip_address(address.split("%")[0])  # an address, never a name a DNS answer could point anywhere
+
+
+# --------------------------------------------------------------------------------------------- the studio
+
+
+def test_the_studio_still_binds_loopback_only():
+    from engine.__main__ import build_parser
+    from engine.faces.commands.studio import _bind
+
+    sock = _bind(0)
+    try:
+        assert sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["studio", "--host", "0.0.0.0"])
+    assert exited.value.code == 2
