@@ -38,8 +38,9 @@ import math
 import os
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Annotated, Any, Iterator, Sequence
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -50,7 +51,13 @@ from pydantic import Field, ValidationError
 
 from engine import __version__
 from engine.core.results import ToolResult, tool_result_model
-from engine.faces.mcpauth import BearerToken, auth_settings, check_bind, startup_line, transport_security
+from engine.faces.mcpauth import (
+    BearerToken,
+    auth_settings,
+    check_bind,
+    startup_line,
+    transport_security,
+)
 from engine.faces.mcpwire import QueuedStdout, StampedStdin
 from engine.runtime.tools import SPECS, Tools
 

@@ -22,8 +22,7 @@ import os
 import re
 import socket
 import ssl
-from collections.abc import Iterable, Mapping
-from typing import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings

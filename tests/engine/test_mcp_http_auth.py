@@ -26,7 +26,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 from starlette.testclient import TestClient
@@ -35,7 +35,13 @@ from engine.core.errors import ConfigError
 from engine.core.redact import redact_text
 from engine.faces import mcpauth
 from engine.faces.mcpauth import (
-    BearerToken, allowed_host, auth_settings, check_bind, is_loopback, read_token, transport_security,
+    BearerToken,
+    allowed_host,
+    auth_settings,
+    check_bind,
+    is_loopback,
+    read_token,
+    transport_security,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +57,7 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
     """A certificate for 127.0.0.1 and its key, as PEM files."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1))
@@ -90,17 +96,19 @@ async def session(url: str, verify: ssl.SSLContext, headers: dict[str, str]) -> 
     async def seen(response: httpx2.Response) -> None:
         statuses.append(response.status_code)
 
+    names: list[str] | None = None
     async with httpx2.AsyncClient(headers=headers, verify=verify, event_hooks={"response": [seen]},
                                   timeout=httpx2.Timeout(30)) as http:
         try:
             with anyio.fail_after(60):
                 async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=30) as client:
-                    names = [tool.name for tool in (await client.list_tools()).tools]
+                    listed = [tool.name for tool in (await client.list_tools()).tools]
                     health = await client.call_tool("adb_health", {})
                     assert not health.is_error, health.content
-                    return names, statuses
-        except Exception:  # the client's own error for a refused connection; the statuses say why
-            return None, statuses
+                    names = listed
+        except* MCPError:  # the client's own error for a refused connection; the statuses say why
+            pass
+    return names, statuses
 
 
 def test_a_token_locks_the_http_face_and_never_reaches_the_logs(tmp_path):
