@@ -2,7 +2,8 @@
 
 A secret is any of:
 
-- the value of an environment variable in SECRET_ENV_VARS (GEMINI_API_KEY, GOOGLE_API_KEY), wherever it appears;
+- the value of an environment variable in SECRET_ENV_VARS (GEMINI_API_KEY, GOOGLE_API_KEY, ENGINE_MCP_TOKEN),
+  wherever it appears;
 - a value registered with :func:`add_secret` (an API key given in code, which no environment variable holds);
 - a string shaped like a Google credential: an API key (``AIza`` and 35 more key characters) or an OAuth access
   token (``ya29.``), and the credential after ``Bearer``;
@@ -28,7 +29,7 @@ from typing import Any, TextIO
 import numpy as np
 
 REDACTED = "[redacted]"
-SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ENGINE_MCP_TOKEN")
 """Environment variables whose values are never written, whatever key they hide under."""
 MIN_SECRET_CHARS = 4
 """Shorter values are not treated as secrets (blanking every "a" would hide everything and protect nothing)."""

@@ -8,6 +8,9 @@ cancelled and the tool's cancel Event is set: the navigation stops at its next h
 counts from the moment its request came off the wire: waiting to be read, to reach a worker thread and for the
 device all count inside it.
 
+Over HTTP, engine.faces.mcpauth says who may call: a bearer token (required off loopback, checked by the SDK's own
+auth) and the Host and Origin names the face answers to.
+
 Every result is the ToolResult engine.runtime.tools made, passed through unchanged: its JSON as text content and as
 structured content (every tool declares the ToolResult's JSON Schema as its ``outputSchema``), a screenshot also
 as image content, and ``isError`` when it is not ok. Bad arguments (wrong types, missing fields) are rejected by
@@ -35,8 +38,9 @@ import math
 import os
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -47,6 +51,13 @@ from pydantic import Field, ValidationError
 
 from engine import __version__
 from engine.core.results import ToolResult, tool_result_model
+from engine.faces.mcpauth import (
+    BearerToken,
+    auth_settings,
+    check_bind,
+    startup_line,
+    transport_security,
+)
 from engine.faces.mcpwire import QueuedStdout, StampedStdin
 from engine.runtime.tools import SPECS, Tools
 
@@ -233,9 +244,11 @@ def handlers(tools: Tools) -> dict[str, Any]:
                                        alas_tools, alas_run)}
 
 
-def build_server(tools: Tools) -> EngineServer:
-    """An MCPServer exposing the eight tools over `tools`."""
-    server = EngineServer(tools, name="alas-engine", version=__version__, instructions=instructions(tools))
+def build_server(tools: Tools, token: str | None = None) -> EngineServer:
+    """An MCPServer exposing the eight tools over `tools`; with a `token`, its HTTP face requires it as a bearer
+    token (the SDK's auth, engine.faces.mcpauth)."""
+    auth: dict[str, Any] = {"token_verifier": BearerToken(token), "auth": auth_settings()} if token else {}
+    server = EngineServer(tools, name="alas-engine", version=__version__, instructions=instructions(tools), **auth)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
     acting = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
@@ -245,6 +258,20 @@ def build_server(tools: Tools) -> EngineServer:
         server.add_tool(fn, name=name, description=describe(tools, name), annotations=annotations)
         server.parameters[name] = set(inspect.signature(fn).parameters)
     return server
+
+
+def http_server(server: EngineServer, host: str, port: int, allowed_hosts: Sequence[str],
+                ssl_certfile: str | None, ssl_keyfile: str | None) -> Any:
+    """A uvicorn server for the streamable HTTP app, its Host/Origin check set by engine.faces.mcpauth and its logs
+    left to the process's logging (stderr, redacted), with uvicorn's TLS when a certificate is given."""
+    import uvicorn
+
+    app = server.streamable_http_app(host=host, transport_security=transport_security(host, allowed_hosts))
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=None,
+                            ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile)
+    print(startup_line(host, port, locked=server.settings.auth is not None, tls=ssl_certfile is not None),
+          file=sys.stderr, flush=True)
+    return uvicorn.Server(config)
 
 
 @contextlib.contextmanager
@@ -264,16 +291,23 @@ def stdout_to_stderr() -> Iterator[None]:
         os.close(saved_fd)
 
 
-def serve(open_tools: Any, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve(open_tools: Any, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
+          token: str | None = None, allowed_hosts: Sequence[str] = (), ssl_certfile: str | None = None,
+          ssl_keyfile: str | None = None) -> None:
     """Open the tools (``open_tools() -> (Tools, close)``) with stdout guarded, then serve until the client leaves.
 
     Args:
         open_tools: builds the Tools (opening the session: device, simulator, graph) and a closer.
         transport: ``stdio`` or ``http`` (streamable HTTP on host:port, loopback by default).
+        token: the bearer token every HTTP request must carry (required off loopback: mcpauth.check_bind).
+        allowed_hosts: names the HTTP face answers to besides its own addresses (Host and Origin checks).
+        ssl_certfile, ssl_keyfile: serve HTTPS with this certificate (uvicorn's own TLS).
     """
+    if transport == "http":
+        check_bind(host, token)  # the caller checked already; this face never serves off loopback unlocked
     with stdout_to_stderr():
         tools, close = open_tools()
-        server = build_server(tools)
+        server = build_server(tools, token)
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
@@ -282,7 +316,7 @@ def serve(open_tools: Any, *, transport: str = "stdio", host: str = "127.0.0.1",
             anyio.run(server.run_stdio_async)
         elif transport == "http":
             with stdout_to_stderr():
-                anyio.run(partial(server.run_streamable_http_async, host=host, port=port))
+                anyio.run(http_server(server, host, port, allowed_hosts, ssl_certfile, ssl_keyfile).serve)
         else:
             raise ValueError(f"unknown transport {transport!r}; use stdio or http")
     finally:

@@ -285,13 +285,19 @@ def test_argument_errors_are_one_line_and_exit_2(capsys, argv, message):
     (["health", "--adb-host", "10.0.0.2"], "--adb-host given without --serial"),
     (["health", "--serial", "emulator-5554", "--seed", "3"], "--seed given with --serial emulator-5554"),
     (["state", "--serial", "emulator-5554", "--scenario", "x.yaml"], "--scenario given with --serial"),
-    (["serve", "--port", "8123"], "only apply to --transport http"),
-    (["serve", "--host", "0.0.0.0"], "only apply to --transport http"),
+    (["serve", "--port", "8123"], "only for --transport http"),
+    (["serve", "--host", "0.0.0.0"], "only for --transport http"),
+    (["serve", "--token-file", "t.txt", "--allowed-host", "a.example"], "--token-file, --allowed-host: only for"),
+    (["serve", "--transport", "http", "--host", "0.0.0.0"], "refusing to serve MCP on 0.0.0.0 without a token"),
+    (["serve", "--transport", "http", "--host", "192.168.1.5"], "refusing to serve MCP on 192.168.1.5 without"),
+    (["serve", "--transport", "http", "--ssl-keyfile", "k.pem"], "--ssl-keyfile given without --ssl-certfile"),
+    (["serve", "--transport", "http", "--ssl-certfile", "missing.pem"], "cannot load the certificate missing.pem"),
 ])
 def test_flags_that_would_be_ignored_are_refused_before_a_session_opens(capsys, monkeypatch, argv, message):
     import engine.runtime.session
     from engine.__main__ import main
 
+    monkeypatch.delenv("ENGINE_MCP_TOKEN", raising=False)
     monkeypatch.setattr(engine.runtime.session, "open_session", lambda *a, **k: pytest.fail("a session was opened"))
     assert main(argv) == 2
     err = capsys.readouterr().err

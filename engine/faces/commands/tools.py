@@ -12,21 +12,36 @@ def _cli(args: argparse.Namespace) -> int:
     return run_cli(args, sys.stdout)
 
 
+HTTP_ONLY = (("--host", "host"), ("--port", "port"), ("--token-file", "token_file"),
+             ("--allowed-host", "allowed_host"), ("--ssl-certfile", "ssl_certfile"), ("--ssl-keyfile", "ssl_keyfile"))
+
+
 def _serve(args: argparse.Namespace) -> int:
     from engine.core.errors import ConfigError
     from engine.faces.cli import check_session_arguments, open_tools, outside_tasks
     from engine.faces.mcp_server import serve
+    from engine.faces.mcpauth import check_bind, check_tls, read_token
 
-    if args.transport == "stdio" and (args.host is not None or args.port is not None):
-        raise ConfigError("--host and --port only apply to --transport http (stdio has no address)")
+    token = None
+    if args.transport == "stdio":
+        given = [flag for flag, name in HTTP_ONLY if getattr(args, name)]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: only for --transport http (stdio has no address)")
+    else:
+        token = read_token(args.token_file)
+        check_bind(args.host or "127.0.0.1", token)  # before anything opens: refused off loopback without a token
+        check_tls(args.ssl_certfile, args.ssl_keyfile)
     check_session_arguments(args)  # before the transport starts: a refused flag is one line, not a dead server
     outside_tasks(args)  # a wrong --alas checkout too
-    serve(lambda: open_tools(args), transport=args.transport, host=args.host or "127.0.0.1", port=args.port or 8000)
+    serve(lambda: open_tools(args), transport=args.transport, host=args.host or "127.0.0.1", port=args.port or 8000,
+          token=token, allowed_hosts=args.allowed_host or (), ssl_certfile=args.ssl_certfile,
+          ssl_keyfile=args.ssl_keyfile)
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from engine.faces.cli import add_session_arguments, port
+    from engine.faces.mcpauth import TOKEN_ENV, allowed_host
 
     cli = sub.add_parser(
         "cli",
@@ -53,7 +68,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                        help="stdio (default) or http (streamable HTTP at http://HOST:PORT/mcp)")
-    serve.add_argument("--host", default=None, help="HTTP address (default 127.0.0.1, loopback only)")
+    serve.add_argument("--host", default=None,
+                       help="HTTP address (default 127.0.0.1); any address that is not loopback needs a token")
     serve.add_argument("--port", type=port, default=None, help="HTTP port (default 8000)")
+    http = serve.add_argument_group("remote access (--transport http)")
+    http.add_argument("--token-file", metavar="FILE",
+                      help=f"file holding the bearer token every request must carry (default: ${TOKEN_ENV}); "
+                           "required for a --host that is not loopback")
+    http.add_argument("--allowed-host", type=allowed_host, action="append", metavar="NAME",
+                      help="a name clients reach the server under (a reverse proxy's, a DNS name), accepted in the "
+                           "Host and Origin headers beside the bound addresses; repeatable")
+    http.add_argument("--ssl-certfile", metavar="FILE", help="serve HTTPS with this certificate (PEM)")
+    http.add_argument("--ssl-keyfile", metavar="FILE", help="the certificate's private key (if not in the certfile)")
     add_session_arguments(serve, results=False)
     serve.set_defaults(handler=_serve)
