@@ -76,6 +76,19 @@ def _check_sim_state(files: list[Path], graph: Graph | None) -> list[Problem]:
 register_companion(COMPANION_PREFIXES[2] + "*.yaml", _check_sim_state)
 
 
+def _check_schedule(files: list[Path], graph: Graph | None) -> list[Problem]:
+    from engine.config.goals import task_names_beside
+    from engine.config.schedule import SCHEDULE_FILE, read_schedule
+
+    mine = [f for f in files if f.name == SCHEDULE_FILE]
+    if not mine or graph is None:
+        return []
+    return read_schedule(mine[0], graph, task_names_beside(mine[0].parent, graph))[1]
+
+
+register_companion(COMPANION_PREFIXES[3] + "*.yaml", _check_schedule)
+
+
 @dataclass(frozen=True)
 class Report:
     """The outcome of checking a graph: the graph (None when there are errors), problems, and sizes."""

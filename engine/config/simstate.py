@@ -152,6 +152,8 @@ class ItemList(_Model):
     timer: Timer | None = None
     buttons: dict[str, RowButton] = Field(default_factory=dict, description="State -> the button its rows show.")
     items: list[Item] = Field(default_factory=list)
+    refill: str | None = Field(None, description="A removed item is replaced by a new one in this state at the end of "
+                                                 "the list (a game that offers new work as old work is collected).")
 
 
 class Tap(_Model):
@@ -288,6 +290,8 @@ def _cross_problems(spec: StateSpec, graph: Graph, merged: StateSpec | None = No
         if d.button is not None and d.button not in templated:
             out.append((("dots", i, "button"), f"{d.button!r} is not a button with a template (asset)"))
     for i, x in enumerate(spec.lists):
+        if x.refill is not None and x.refill not in x.states:
+            out.append((("lists", i, "refill"), f"no state {x.refill!r} in this list"))
         for k in ("from_", "to"):
             v = getattr(x.timer, k) if x.timer else None
             if v is not None and v not in x.states:

@@ -4,7 +4,9 @@
     ├── ConfigError            fail fast: a graph, policy or task file is wrong (carries file, line, col)
     │   ├── GraphError         one or more problems in a graph folder (carries the list of Problems)
     │   ├── YamlError          a YAML file could not be read cleanly (carries the list of Problems)
-    │   └── ProposalRefused    a learned popup's signature fires on frames of known pages (carries the frames)
+    │   ├── ProposalRefused    a learned popup's signature fires on frames of known pages (carries the frames)
+    │   └── ScheduleError      the schedule's database cannot be used (corrupt, locked, newer), or a device is
+    │                          already driven by another scheduler (carries path, device)
     ├── DeviceError            the device or ADB misbehaved (carries serial)
     │   ├── TransientDeviceError   worth a retry after a reconnect
     │   │   ├── DeviceTimeout          a call did not answer inside its bound
@@ -278,3 +280,10 @@ class StreamClosed(EngineError):
 
     def __init__(self, message: str = "the ADB stream is closed") -> None:
         super().__init__(message)
+
+
+class ScheduleError(ConfigError):
+    """The schedule's database cannot be used as it is (corrupt, locked too long, written by a newer version), or
+    a device is already driven by another scheduler. Nothing is overwritten: the message says what to do."""
+
+    status = "config_error"

@@ -190,6 +190,15 @@ class AdbDevice:
         code = keycode(name_or_code)
         self._run("key", lambda: self._shell(f"input keyevent {code}", doing=f"key {name_or_code}"))
 
+    def restart_app(self, package: str, activity: str | None = None) -> None:
+        """Force-stop the game's app and launch it again (the scheduler's restart), each under the `app` policy."""
+        import shlex
+
+        self._run("app", lambda: self._shell(f"am force-stop {shlex.quote(package)}", doing=f"force-stop {package}"))
+        launch = (f"am start -n {shlex.quote(f'{package}/{activity}')}" if activity else
+                  f"monkey -p {shlex.quote(package)} -c android.intent.category.LAUNCHER 1")
+        self._run("app", lambda: self._shell(launch, doing=f"launch {package}"))
+
     def health(self) -> Health:
         """Probe server, device and screen in that order, inside the health policy's bound; never raises."""
         bound = self.policies.get("health").timeout

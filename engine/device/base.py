@@ -58,6 +58,9 @@ class Device(Protocol):
 
     def key(self, name_or_code: str | int) -> None: ...
 
+    def restart_app(self, package: str, activity: str | None = None) -> None:
+        """Force-stop the game's app and launch it again (raises DeviceError when the device refuses)."""
+
     def health(self) -> Health:
         """A probe that answers in under two seconds whatever the device does; it never raises."""
 

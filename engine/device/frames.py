@@ -160,3 +160,11 @@ def frame_problem(frame: np.ndarray, *, black: int = 12, tolerance: int = 6) -> 
     if max(hi - lo for lo, hi in ranges) <= tolerance:
         return "flat"
     return None
+
+
+def encode_png(frame: np.ndarray) -> bytes:
+    """A frame as PNG bytes (what adb_screenshot answers and bundles keep)."""
+    ok, encoded = cv2.imencode(".png", np.ascontiguousarray(frame))
+    if not ok:
+        raise ValueError("the frame could not be encoded as PNG")
+    return encoded.tobytes()

@@ -104,9 +104,17 @@ def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]
         args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
         seed=args.seed, transcript_dir=args.transcript, policies_file=args.policies, adb_host=args.adb_host,
         adb_port=args.adb_port, control=getattr(args, "control", None), providers=providers,
+        schedule_db=schedule_db(),
     )
     session.tools.on_event = on_event
     return session.tools, session.close
+
+
+def schedule_db() -> Path:
+    """The scheduler's database the tools share (ENGINE_SCHEDULE_DB, else engine.schedule.store.default_path)."""
+    from engine.schedule.store import default_path
+
+    return Path(os.environ["ENGINE_SCHEDULE_DB"]) if os.environ.get("ENGINE_SCHEDULE_DB") else default_path()
 
 
 def outside_tasks(args: argparse.Namespace) -> list[Any]:

@@ -61,6 +61,9 @@ class Session:
     """Runners of outside tasks (engine.tasks.providers), killed when the session closes."""
     clock: Callable[[], float] | None = None
     sleep: Callable[[float], None] | None = None
+    schedule_db: str | Path | None = None
+    """The scheduler's database: when it exists and the graph has a schedule, alas_tools shows each task's next run
+    and alas_run claims a due run in it (engine.runtime.schedhook), as the scheduler does."""
     _closers: list[Callable[[], None]] = field(default_factory=list)
     observer: Observer | None = field(init=False, default=None)
     navigator: Navigator | None = field(init=False, default=None)
@@ -76,7 +79,21 @@ class Session:
         if self.assets is not None:
             self._open_navigation()
         timing = {key: value for key, value in (("clock", self.clock), ("sleep", self.sleep)) if value is not None}
-        self.tools = Tools.from_session(self, providers=self.providers, **timing)
+        self.tools = Tools.from_session(self, providers=self.providers, schedule=self._schedule_hook(), **timing)
+
+    def _schedule_hook(self) -> Any:
+        if self.schedule_db is None or not Path(self.schedule_db).is_file() or self.tasks is None:
+            return None
+        from engine.config.schedule import load_schedule
+        from engine.runtime.schedhook import ScheduleHook
+        from engine.schedule.store import Store
+
+        schedule = load_schedule(self.graph_dir, self.graph, set(self.tasks.names()))
+        if schedule is None:
+            return None
+        store = Store(self.schedule_db)
+        self._closers.append(store.close)
+        return ScheduleHook(store, schedule, self.device.serial)
 
     def _open_navigation(self) -> None:
         from engine.config.taskfiles import TaskBook
@@ -137,6 +154,7 @@ def open_session(
     skills: str | Path | None = None,
     control: str | None = None,
     providers: list[Any] | None = None,
+    schedule_db: str | Path | None = None,
 ) -> Session:
     """Open everything a navigation needs.
 
@@ -153,6 +171,7 @@ def open_session(
         control: what taps go through (adb, maatouch, minitouch, auto); default: the tap policy's control.
         providers: runners of outside tasks (engine.tasks.providers, e.g. alas_wrapped's), killed when the session
         closes.
+        schedule_db: the scheduler's database, shared when it exists (Session.schedule_db).
 
     Raises:
         ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named
@@ -175,7 +194,7 @@ def open_session(
                        bundle_dir=bundle_dir, unavailable=unavailable,
                        skills_path=Path(skills) if skills is not None else _default_skills(graph),
                        graph_dir=graph_dir, providers=tuple(providers or ()), clock=clock, sleep=sleep,
-                       _closers=closers)
+                       schedule_db=schedule_db, _closers=closers)
     except BaseException:
         for close in reversed(closers):
             try:

@@ -24,14 +24,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-import numpy as np
-
 from engine.config.schema import SwipeAction, TapAction
 from engine.core.bounded import WAITING, Bounded, Overrun
 from engine.core.context import RunContext
 from engine.core.errors import DeviceError, EngineError
 from engine.core.results import Observation, Outcome, ToolResult, did_you_mean, make_result
-from engine.device.frames import frame_problem
+from engine.device.frames import encode_png, frame_problem
 from engine.navigation.actuator import Actuator
 from engine.navigation.navigator import describe
 from engine.navigation.routes import canonical_page
@@ -53,15 +51,6 @@ SWIPE_MARGIN_S = 0.15
 """Room a swipe's bound keeps beyond the gesture's own duration (the command round trip)."""
 INTERRUPTED = ("timeout", "cancelled", "device_error")
 """Statuses of work that did not run through (for ``tool_success``)."""
-
-
-def encode_png(frame: np.ndarray) -> bytes:
-    import cv2
-
-    ok, encoded = cv2.imencode(".png", np.ascontiguousarray(frame))
-    if not ok:
-        raise ValueError("the frame could not be encoded as PNG")
-    return encoded.tobytes()
 
 
 def _timed(tool: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
@@ -91,6 +80,7 @@ class Tools:
             goto, state and run then answer ``config_error`` with this text.
         clock, sleep: injectable for tests; on_event: called with every event a run records (CLI progress);
         providers: runners of outside tasks (alas_wrapped's), listed and run beside the YAML tasks.
+        schedule: the schedule these tools share with the scheduler (engine.runtime.schedhook), or None.
     """
 
     def __init__(self, device: Device, graph: Graph, observer: Observer | None = None,
@@ -99,7 +89,7 @@ class Tools:
                  transcript: Transcript | None = None, bundle_dir: str | None = None, unavailable: str | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  on_event: Callable[[str, dict[str, Any]], None] | None = None,
-                 providers: Iterable[TaskProvider] = ()) -> None:
+                 providers: Iterable[TaskProvider] = (), schedule: Any = None) -> None:
         self.device, self.graph, self.observer, self.policies = device, graph, observer, policies
         self.navigator, self.tasks, self.transcript, self.bundle_dir = navigator, tasks, transcript, bundle_dir
         self.unavailable, self.on_event = unavailable, on_event
@@ -110,6 +100,7 @@ class Tools:
         self.last_run: RunContext | None = None
         """The context of the last call that acted or looked through the navigator (its steps, for callers)."""
         self.providers: list[TaskProvider] = list(providers)
+        self.schedule = schedule
 
     def sleep(self, seconds: float) -> None:
         """Pause on this Tools' time (the injected sleep: virtual in soaks and tests)."""
@@ -263,6 +254,7 @@ class Tools:
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             tasks = [{**t, "bound_s": self.task_bound(t["name"])} for t in self.all_tasks()]
+            tasks = self.schedule.annotate(tasks) if self.schedule is not None else tasks
             text = f"{len(tasks)} task(s): {', '.join(t['name'] for t in tasks)}" if tasks else "no tasks"
             return self.result("alas_tools", started, ok=True, status="ok", text=text, tool_success=True,
                                state_verification="not_checked", extra={"tasks": tasks})
@@ -283,9 +275,11 @@ class Tools:
 
         def work(stop: threading.Event, deadline: float) -> ToolResult:
             ctx = self._context("run", name, stop, deadline)
-            outcome = run_external(self.navigator, provider, name, ctx) if provider is not None else \
-                self.tasks.run(name, ctx, resume=resume)
-            return self._conclude("alas_run", ctx, outcome, started)
+            def run() -> ToolResult:
+                outcome = run_external(self.navigator, provider, name, ctx) if provider is not None else \
+                    self.tasks.run(name, ctx, resume=resume)
+                return self._conclude("alas_run", ctx, outcome, started)
+            return self.schedule.run(name, run, self) if self.schedule is not None else run()
 
         return self._bounded("alas_run", work, cancel, started, target=name, exclusive=True,
                              bound=self.task_bound(name))

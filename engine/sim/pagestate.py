@@ -37,6 +37,10 @@ class SimState:
             for x in spec.lists
         }
         self._lists = {x.name: x for x in spec.lists}
+        self.removed: list[dict] = []
+        """Every item taken off a list: its list, name and state, when its timer ended (``ends``) and ``at`` (when it
+        was taken): what a scheduler's harness measures collect delays with."""
+        self._refills = 0
         self.acted: dict[str, int] = {}
         """Taps that changed the state, per page."""
         self.taken: dict[str, int] = {}
@@ -190,6 +194,12 @@ class SimState:
                 for it in chosen:
                     if e.remove is not None:
                         self.items[lst.name].remove(it)
+                        self.removed.append({"list": lst.name, "name": it["name"], "state": it["state"],
+                                             "ends": it["ends"], "at": now})
+                        if lst.refill is not None:
+                            self._refills += 1
+                            self.items[lst.name].append({"name": f"{lst.name} {self._refills}",
+                                                         "state": lst.refill, "ends": now})
                     else:
                         it["state"] = e.to
                         if e.seconds is not None:

@@ -120,7 +120,7 @@ def _agent(args: argparse.Namespace) -> int:
     from engine.config.loader import load_graph
     from engine.config.policies import load_policies
     from engine.core.paths import agent_home, game_dir
-    from engine.faces.cli import check_session_arguments, emit, outside_tasks
+    from engine.faces.cli import check_session_arguments, emit, outside_tasks, schedule_db
     from engine.llm import CONFIGURATION_REASONS
     from engine.runtime.session import open_session
     from engine.tasks.skills import SkillStore
@@ -152,7 +152,7 @@ def _agent(args: argparse.Namespace) -> int:
     session = open_session(args.serial, graph_dir=args.graph, server=args.server, assets=args.assets,
                            scenario=args.scenario, seed=args.seed, policies_file=args.policies,
                            adb_host=args.adb_host, adb_port=args.adb_port, transcript_dir=folder,
-                           providers=outside_tasks(args))
+                           providers=outside_tasks(args), schedule_db=schedule_db())
     try:
         home = game_dir(agent_home(), session.graph)
         agent = Agent(session.tools, provider, memory=EpisodicMemory(home / "episodes.jsonl"),

@@ -1,0 +1,190 @@
+"""``schedule``: the graph's tasks around the clock (engine.runtime.scheduler), and its controls.
+
+    python -m engine schedule [run] [--device SERIAL ...] [--devices FILE] [--db FILE] [--notify FILE]
+    python -m engine schedule status [--json]
+    python -m engine schedule pause [--device SERIAL] | resume [--device SERIAL]
+    python -m engine schedule run-now TASK [--device SERIAL]
+    python -m engine schedule simulate --days N --seed S [--scenario FILE] [--kills K] [--devices D] --json
+
+Progress goes to stderr; `status --json` and `simulate --json` print JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from engine.faces.cli import schedule_db
+    from engine.schedule.store import Store
+
+    return Store(args.db or schedule_db())
+
+
+def _devices(args: argparse.Namespace) -> list[str]:
+    """The serials from --device (repeated) and --devices FILE (one serial a line, # comments); the embedded
+    simulator when none is named."""
+    serials = list(args.device or [])
+    if args.devices:
+        path = Path(args.devices)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the devices file: {exc}", file=str(path)) from None
+        for number, line in enumerate(text.splitlines(), 1):
+            serial = line.split("#", 1)[0].strip()
+            if serial and (len(serial) > 200 or any(c.isspace() for c in serial)):
+                raise ConfigError(f"not a device serial: {serial[:60]!r}", file=str(path), line=number)
+            if serial:
+                serials.append(serial)
+    if len(set(serials)) != len(serials):
+        raise ConfigError(f"a device is named twice: {', '.join(sorted({s for s in serials if serials.count(s) > 1}))}")
+    return serials or [None]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from engine.config.schedule import load_schedule
+    from engine.faces.cli import check_session_arguments
+    from engine.runtime.schedsim import virtual_time_from_env
+    from engine.runtime.scheduler import RealTime, Scheduler, Worker
+    from engine.runtime.session import open_session
+    from engine.schedule.notify import Notifier, load_notify
+
+    serials = _devices(args)
+    args.serial = args.serial or serials[0]  # the session options are checked as for one of the devices
+    check_session_arguments(args)
+    store = _store(args)
+    notify_file = args.notify or os.environ.get("ENGINE_NOTIFY") or str(store.path.parent / "notify.yaml")
+    notifier = Notifier(load_notify(notify_file))
+    clock = virtual_time_from_env() or RealTime()  # virtual only under `schedule simulate`
+    timing = {"clock": clock.now, "sleep": clock.sleep} if not isinstance(clock, RealTime) else {}
+    workers = []
+    for serial in serials:
+        def opener(serial: str | None = serial) -> Any:
+            return open_session(serial, graph_dir=args.graph, server=args.server, assets=args.assets,
+                                scenario=args.scenario, seed=args.seed, transcript_dir=args.transcript,
+                                policies_file=args.policies, adb_host=args.adb_host, adb_port=args.adb_port,
+                                control=args.control, **timing)
+
+        session = opener()  # checks the graph, tasks and schedule before anything runs
+        schedule = load_schedule(args.graph, session.graph, set(session.tasks.names() if session.tasks else ()))
+        if schedule is None or not schedule.entries:
+            session.close()
+            raise ConfigError("the graph has no schedule.yaml with tasks: nothing to schedule",
+                              file=str(Path(args.graph or ".") / "schedule.yaml") if args.graph else None)
+        worker = Worker(session.device.serial, opener, store, schedule, time=clock, notifier=notifier,
+                        session=session)
+        workers.append(worker)
+    scheduler = Scheduler(workers, notifier)
+
+    def stop(signum: int, frame: Any) -> None:
+        print(f"schedule: stopping ({signal.Signals(signum).name})", file=sys.stderr)
+        scheduler.stop.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"schedule: {len(workers)} device(s) ({', '.join(w.device for w in workers)}), database {store.path}",
+          file=sys.stderr)
+    return scheduler.run()
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = _store(args).status(time.time())
+    if args.json:
+        print(json.dumps(status, default=str))
+        return 0
+    print(f"database: {status['database']}")
+    for dev in status["devices"]:
+        flags = " (paused)" if dev["paused"] else ""
+        print(f"{dev['device']}{flags}: {dev['state'] or 'no scheduler'}"
+              + (f", running {dev['running']}" if dev["running"] else ""))
+        for task in dev["tasks"]:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(task["next_run"]))
+            tail = f"  [{task['reason']}]" if task["reason"] else ""
+            print(f"  {task['task']:<20} next {when} ({task['due_in_s']:+.0f} s)  last {task['last_status'] or '-'}"
+                  f"  failures {task['failures']}{tail}")
+        for failure in dev["recent_failures"][:5]:
+            print(f"  failed: {failure['task']} {failure['status']}: {str(failure['text'])[:100]}")
+    return 0
+
+
+def _pause(args: argparse.Namespace, paused: bool) -> int:
+    changed = _store(args).set_paused(args.device_one, paused)
+    print(f"{'paused' if paused else 'resumed'}: {', '.join(changed) or 'no device known yet'}")
+    return 0
+
+
+def _run_now(args: argparse.Namespace) -> int:
+    store = _store(args)
+    known = {row["task"] for dev in store.status(time.time())["devices"] for row in dev["tasks"]}
+    if known and args.task not in known:
+        raise ConfigError(f"unknown task {args.task!r} in the schedule; scheduled: {', '.join(sorted(known))}")
+    store.request_run(args.device_one, args.task, time.time())
+    print(f"{args.task} runs at the next look at the database (within a minute)")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from engine.runtime.schedsim import simulate
+
+    report = simulate(days=args.days, seed=args.seed, scenario=args.scenario, kills=args.kills,
+                      devices=args.devices_n, graph=args.graph, server=args.server)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        for key, value in report.items():
+            print(f"{key}: {value}")
+    return 0 if report["ok"] else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from engine.faces.cli import add_session_arguments
+
+    parser = sub.add_parser("schedule", help="run the graph's scheduled tasks around the clock (see subcommands)")
+    parser.add_argument("--db", help="the schedule's SQLite file (default: $ENGINE_SCHEDULE_DB, else "
+                                     "$ENGINE_HOME/schedule.sqlite3)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+
+    def run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--device", action="append", metavar="SERIAL", help="a device to drive (repeat for more)")
+        p.add_argument("--devices", metavar="FILE", help="a file of device serials, one a line")
+        p.add_argument("--notify", metavar="FILE", help="Apprise URLs per channel (default: $ENGINE_NOTIFY, else "
+                                                        "notify.yaml beside the database)")
+        add_session_arguments(p, results=False)
+        p.set_defaults(handler=_run)
+
+    run_options(parser)
+    run_options(actions.add_parser("run", help="run in the foreground until stopped (the default)"))
+    status = actions.add_parser("status", help="next runs, what runs, recent failures, per device")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=_status)
+    for name, paused in (("pause", True), ("resume", False)):
+        p = actions.add_parser(name, help=f"{name} one device (--device) or all")
+        p.add_argument("--device", dest="device_one", metavar="SERIAL")
+        p.set_defaults(handler=lambda a, paused=paused: _pause(a, paused))
+    now = actions.add_parser("run-now", help="run a scheduled task at once")
+    now.add_argument("task")
+    now.add_argument("--device", dest="device_one", metavar="SERIAL")
+    now.set_defaults(handler=_run_now)
+    sim = actions.add_parser("simulate", help="the real scheduler against the simulator in simulated time")
+    sim.add_argument("--days", type=float, default=2.0)
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--scenario", help="simulator fault scenario YAML")
+    sim.add_argument("--kills", type=int, default=0, help="kill the scheduler process this many times")
+    sim.add_argument("--devices", dest="devices_n", type=int, default=1, help="simulated devices")
+    sim.add_argument("--graph", help="page graph folder (default: the shipped graph)")
+    sim.add_argument("--server", help="game server")
+    sim.add_argument("--json", action="store_true")
+    sim.set_defaults(handler=_simulate)
