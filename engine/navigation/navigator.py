@@ -42,7 +42,7 @@ from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.core.stuck import Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import escalate, recover
+from engine.navigation.recovery import escalate, recover, unknown_dialog
 from engine.navigation.routes import canonical_page, home_buttons, plan_route
 
 if TYPE_CHECKING:
@@ -109,7 +109,6 @@ class _Course:
     faults: int = 0  # device faults in a row
     fault: TransientDeviceError | None = None  # the fault the last step ended with: the next verdict is DEVICE_ERROR
     swallowed: int = 0  # hops in a row that left the page as it was
-    asked: bool = False  # the model was asked why a page swallows taps (once per navigation)
 
 
 class Navigator:
@@ -179,7 +178,11 @@ class Navigator:
             return self._device_failure(ctx, exc)
         except EngineError as exc:
             extra = {"suggestions": exc.suggestions} if isinstance(exc, UnknownPage) else {}
-            return Outcome(False, exc.status, str(exc), expected, self.last_observation, extra=extra)
+            text = str(exc)
+            dialog = unknown_dialog(self, ctx) if isinstance(exc, NavigationError) else None
+            if dialog is not None:
+                text, extra["unknown_dialog"] = f"{text}; {dialog['text']}", dialog
+            return Outcome(False, exc.status, text, expected, self.last_observation, extra=extra)
 
     # ------------------------------------------------------------------------------------------- the loop
 
@@ -277,14 +280,15 @@ class Navigator:
 
     def _swallowed(self, ctx: RunContext, course: _Course, obs: Observation, source: str) -> Observation:
         """Two hops in a row that left the page as it was: something the graph does not know may cover it and
-        swallow the taps, so the model is asked once per navigation (engine.navigation.recovery.escalate)."""
+        swallow the taps, so the model is asked (engine.navigation.recovery.escalate); two more such hops ask
+        again (the dialog came back), within the run's bound on model questions."""
         if obs.page != source or obs.popups:
             course.swallowed = 0
             return obs
         course.swallowed += 1
-        if course.swallowed < 2 or course.asked:
+        if course.swallowed < 2:
             return obs
-        course.asked = True
+        course.swallowed = 0
         if not escalate(self, ctx, unknown=False):
             return obs
         ctx.wait(SETTLE_S)
