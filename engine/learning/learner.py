@@ -385,6 +385,7 @@ def session_learner(session: Any, graph_dir: str | Path | None, base: Any) -> Le
         pack = with_learned(folder, base, graph.server)
         session.observer.adopt(graph, pack)
         session.graph, session.assets, session.navigator.graph = graph, pack, graph
+        session.navigator.actuator.graph = graph  # (a learned tap may name a learned button)
         if session.tools is not None:
             session.tools.graph = graph
         log.info("the session took up the changed graph: %d popups", len(graph.popups))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, TapAction
-from engine.core.errors import UnknownScreen
+from engine.core.errors import NavigationError, UnknownScreen
 from engine.core.stuck import same_pixels
 
 if TYPE_CHECKING:
@@ -93,6 +93,16 @@ def visible_home_button(nav: Any) -> str | None:
         if evidence is not None and evidence.hit:
             return name
     return None
+
+
+def explain(nav: Any, ctx: RunContext, exc: Exception, extra: dict[str, Any]) -> str:
+    """The text of a run that ended in `exc`; a navigation error after the vision model was asked also says
+    that an unknown dialog kept appearing (`unknown_dialog`, added to `extra` too)."""
+    dialog = unknown_dialog(nav, ctx) if isinstance(exc, NavigationError) else None
+    if dialog is None:
+        return str(exc)
+    extra["unknown_dialog"] = dialog
+    return f"{exc}; {dialog['text']}"
 
 
 def unknown_dialog(nav: Any, ctx: RunContext) -> dict[str, Any] | None:
