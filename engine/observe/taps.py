@@ -42,7 +42,9 @@ def compile_search_taps(graph: Graph, assets: AssetPack) -> dict[str, list[Any]]
                 log.warning("popup %s: its tap on %s cannot search for it: %s", popup.name, action.button, exc)
                 continue
             search = clip(tuple(action.search), graph.resolution)
-            taps.setdefault(popup.name, []).append(replace(check, search=search, _lock=threading.Lock()))
+            # Full scale: the button may sit anywhere in the area, off the coarse grid of its declared corner.
+            taps.setdefault(popup.name, []).append(replace(check, search=search, coarse=False,
+                                                           _lock=threading.Lock()))
     return taps
 
 
