@@ -319,7 +319,7 @@ class Learner:
         for name, frame in self.known.items():
             if self._saved.get(name) != id(frame):
                 known_dir.mkdir(parents=True, exist_ok=True)
-                cv2.imwrite(str(known_dir / f"{name}.png"), frame)
+                cv2.imwrite(str(known_dir / f"{name}.png"), frame, [cv2.IMWRITE_PNG_COMPRESSION, 1])  # (fast)
                 self._saved[name] = id(frame)
 
 
