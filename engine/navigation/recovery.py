@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, TapAction
 from engine.core.errors import NavigationError, UnknownScreen
-from engine.core.stuck import same_pixels
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
@@ -46,11 +45,10 @@ def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: 
             nav.act(ctx, TapAction(type="tap", button=button), obs)
         elif not escalate(nav, ctx):
             continue
-        asked = nav.last_frame
         ctx.wait(settle_s)
         obs = nav.look(ctx, expected=None)
-        if rung == "vision" and _unknown(obs) and not same_pixels(asked, nav.last_frame):
-            ladder -= 1  # the answer changed the screen, yet it is unknown again (the dialog came back): ask again
+        if rung == "vision" and _unknown(obs):
+            ladder -= 1  # unknown again after the answer was acted on (the dialog came back): ask again, bounded
         return obs, ladder
     raise UnknownScreen()
 

@@ -18,50 +18,25 @@ import pytest
 import yaml
 
 from engine.__main__ import main
-from engine.config.loader import load_graph
 from engine.navigation.recovery import MAX_ESCALATIONS
-from engine.runtime.session import open_session
-from engine.sim import SyntheticAssets, start_embedded
 from tests.engine import new_dialog
-from tests.engine.sim.conftest import FakeClock
-from tests.engine.test_learning_trust import _user_pack
+from tests.engine import test_learning_trust as trust
 
 ROOT = Path(__file__).resolve().parents[2]
+drawn = trust.drawn  # the module's fixture: the full graph and its drawn pack
 TRIPS = (("page_reward", "page_main"), ("page_main", "page_mail"), ("page_mail", "page_reward"))
 """(where the dialog shows, where the goto goes): over a recognised page, over a hidden one, ..."""
-
-
-@pytest.fixture(scope="module")
-def drawn():
-    full = load_graph(server="en")
-    return full, SyntheticAssets(full)
 
 
 @pytest.fixture
 def user(drawn, fake_gemini, tmp_path, monkeypatch):
     """(open(policy_text) -> session, game, graph_dir, proposals folder, pack_dir) over the full simulator."""
     full, assets = drawn
-    graph_dir, pack_dir = tmp_path / "my_graph", _user_pack(tmp_path / "my_pack", assets)
+    graph_dir, pack_dir = tmp_path / "my_graph", trust._user_pack(tmp_path / "my_pack", assets)
     shutil.copytree(ROOT / "pages" / "azurlane", graph_dir)
-    monkeypatch.setenv("GEMINI_API_KEY", "new-dialog-key")
-    monkeypatch.setenv("ENGINE_VISION_BASE_URL", fake_gemini.url)
-    monkeypatch.setenv("ENGINE_VISION_TIMEOUT", "5")
-    sessions, clock = [], FakeClock()
-    with start_embedded(full, assets=assets, clock=clock) as sim:
-        fake_gemini.answer = new_dialog.model(sim.game)
-
-        def open_(policy: str):
-            policy_file = tmp_path / f"policies_{len(sessions)}.yaml"
-            policy_file.write_text(policy)
-            session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port, graph_dir=graph_dir,
-                                   assets=pack_dir, transcript_dir=tmp_path / "run", policies_file=policy_file,
-                                   clock=clock, sleep=clock.sleep)
-            sessions.append(session)
-            return session
-
-        yield open_, sim.game, graph_dir, tmp_path / "run" / "proposals", pack_dir
-        for session in sessions:
-            session.close()
+    with trust.sessions_over(full, assets, graph_dir, pack_dir, tmp_path, fake_gemini, monkeypatch) as (open_, game):
+        fake_gemini.answer = new_dialog.model(game)
+        yield open_, game, graph_dir, tmp_path / "run" / "proposals", pack_dir
 
 
 def _bundle_of_the_dialog_over_a_recognised_page(session, game, run: Path) -> None:
