@@ -24,6 +24,7 @@ from engine.config.policies import load_policies
 from engine.device import open_device
 from engine.faces.studio.signatures import LayeredPack
 from engine.learning.crops import choose_crop, title_band
+from engine.learning.evidence import MAX_REFERENCES
 from engine.learning.learner import Learner
 from engine.navigation.navigator import Navigator
 from engine.observe.observer import Observer
@@ -245,6 +246,7 @@ def test_accept_judges_on_clean_evidence_and_bundle_frames_of_the_screen_itself_
     assert main(["proposals", "accept", "LEARNED_Y", "--dir", str(folder), "--graph", str(other_dir)]) == 0
     done = json.loads(capsys.readouterr().out)
     assert done["bundle_sightings"] == 1 and done["checked"].get("references", 0) > 0, done
+    assert done["checked"]["references"] <= MAX_REFERENCES < len(load_graph(other_dir).pages)  # a bounded sample
 
 
 def test_a_title_band_wins_when_the_tapped_button_looks_like_the_page_beneath():
