@@ -93,7 +93,8 @@ def oversized(size: int = 5 * 1024 * 1024, *, declare_length: bool = True) -> Re
 class FakeGemini:
     """The local server. Script it with `script` (replies in order, the last one repeating: a dict is a 200
     answer, ``(status, body)`` another status, or a Reply), or, vision's way, with `answer` (every reply is a
-    text answer holding it: a dict as JSON, or raw text) and `delay`.
+    text answer holding it: a dict as JSON, or raw text; a callable is asked for that answer at each request,
+    as a model that reads the screen now would answer) and `delay`.
 
     ``requests`` holds (path, headers, parsed JSON body) of each request; ``calls`` (path, raw body); a request
     whose client went away mid-answer is noted in ``disconnects`` (monotonic time).
@@ -136,7 +137,8 @@ class FakeGemini:
 
     def _next(self) -> Reply:
         if self.answer is not None:
-            text = self.answer if isinstance(self.answer, str) else json.dumps(self.answer)
+            now = self.answer() if callable(self.answer) else self.answer
+            text = now if isinstance(now, str) else json.dumps(now)
             return Reply(body=answer([{"text": text}], usage=None), hang=self.delay)
         reply = self.script.pop(0) if len(self.script) > 1 else self.script[0]
         if isinstance(reply, Reply):

@@ -60,6 +60,9 @@ class TemplateCheck:
     threshold: float
     color: bool = False
     color_tolerance: int = 20
+    coarse: bool = True
+    """Search a shrunk copy first (its grid aligned on the declared area's corner: a template near its place);
+    False for a button that may sit anywhere in a wide area (engine.observe.taps)."""
     channel = "template"
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -79,7 +82,7 @@ class TemplateCheck:
         small = min(min(t.shape) for t in self.templates)
         positions = (w - max(t.shape[1] for t in self.templates) + 1) * (h - max(t.shape[0] for t in self.templates) + 1)
         self.scale = 1
-        if self.usable and not any(self.flat):
+        if self.usable and not any(self.flat) and self.coarse:
             for scale, least in COARSE_LEVELS:
                 if small >= COARSE_MIN_SIDE * scale // 2 and positions >= least:
                     self.scale = scale

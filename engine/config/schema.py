@@ -188,16 +188,21 @@ Signature = Annotated[
 
 
 class TapAction(Model):
-    """Tap a named button's click area, or a fixed point."""
+    """Tap a named button's click area, or a fixed point; with `search`, the button is found first."""
 
     type: Literal["tap"]
     button: Name | None = None
     point: Point | None = None
+    search: PerServer[Area] | None = Field(
+        None, description="With `button`: find the button's template inside this area (a dialog whose button "
+                          "moves) and tap where it is found; where it is not found, its declared click area.")
 
     @model_validator(mode="after")
     def _one_target(self) -> TapAction:
         if (self.button is None) == (self.point is None):
             raise ValueError("a tap needs exactly one of `button` or `point`")
+        if self.search is not None and self.button is None:
+            raise ValueError("`search` finds a button: it needs `button`")
         return self
 
 

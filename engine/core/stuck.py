@@ -68,6 +68,10 @@ class RepeatDetector:
             return "warn", repeats
         return "ok", repeats
 
+    def forgive(self) -> None:
+        """Forget the repeats so far: what made them has been dealt with (a dialog that swallowed them closed)."""
+        self.hashes.clear()
+
 
 class ProgressWatchdog:
     """Aborts when `limit` steps pass without reaching a page not seen before in this navigation."""

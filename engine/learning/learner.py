@@ -4,19 +4,28 @@ A lesson is a tap on a screen the graph does not explain: the point the vision m
 declared page or popup but something covering the screen (``VisionAnswer.tap``; the navigator asks when a screen
 is unknown, or when a known page swallows its taps), or the point an agent taps through ``adb_tap`` on an unknown
 screen. The next look judges it: a known page without popups, with what was tapped gone from around the tapped
-point, means it worked, and it is written as a proposal, a YAML file in the proposals folder beside the transcript
-(never into the graph by itself) with the frame, a template crop, the dismiss action, the page it covered (the one
-the next look shows) and how often it was seen.
+point (and, where a clean frame of that page is known, the whole dialog gone), means it worked, and it is written
+as a proposal, a YAML file in the proposals folder beside the transcript (never into the graph by itself) with the
+frame, a template crop, the dismiss action, the page it covered (the one the next look shows) and how often it was
+seen.
 
-The crop is chosen by measuring: of the candidate boxes around the tapped point, the one whose best match on the
-frames of known pages seen in this run is lowest (it separates this screen from them), with that score kept as
-``collision``. A new sighting of the same screen (the crop found again where it was cut) counts up the proposal
-instead of making another. ``python -m engine proposals`` and the studio list, show, accept or reject them
-(engine.learning.proposals).
+Clean frames: a frame of a known page without popups is only trusted to show nothing unknown once the look after
+it shows another page (a tap on it went through, so nothing covered it); a dialog the graph does not know can sit
+over a page that is still recognised. Those clean frames are what a crop must not match (``known/`` beside the
+proposals, for accepting: engine.learning.proposals).
+
+The crop (engine.learning.crops): the dialog's box is where the frame differs from the page beneath; its title
+band is the signature when no clean frame matches it (it stays when the button moves), else the candidate boxes
+around the tapped point compete and the one clean frames match least wins (its score kept as ``collision``). The
+button is a small crop around the tapped point, searched for inside the box when the learned popup is dismissed
+(``search`` in its tap). A new sighting of the same screen (the signature found again where it was cut) counts up
+the proposal instead of making another, and a new spot of its button is added to its ``taps`` (``moves: true``).
+``python -m engine proposals`` and the studio list, show, accept or reject them (engine.learning.proposals).
 
 Trust: nothing is accepted by itself unless the policy file says ``learning: {mode: auto, min_sightings: N}``
 (engine.config.policies.Learning); then a proposal verified N times is accepted into the user's graph folder and asset
-pack, with the same checks as a user's accept, and the live engine takes it up. A learned popup (``learned:`` in
+pack, with the same checks as a user's accept, and the live engine takes it up (from then on it costs no model
+call); one refused waits for `min_sightings` more sightings before it is tried again. A learned popup (``learned:`` in
 its YAML) is watched: when its dismissal fails twice in a row, or its tap goes through to another page (it fired
 where a known page was), it is demoted (its file leaves the graph for ``demoted/`` with the reason) and reported
 in the run's steps and ``data.learning``.
@@ -35,21 +44,24 @@ import cv2
 import numpy as np
 import yaml
 
+from engine.learning.crops import (
+    Box,
+    button_area,
+    dialog_box,
+    same_around,
+    same_screen,
+    signature_area,
+    still_there,
+)
 from engine.learning.proposals import accept, demote, learned_pack_dir, read_proposal
 
 log = logging.getLogger(__name__)
 
-HALF_SIZES = ((20, 14), (32, 20), (48, 32), (72, 44))
-"""Candidate crops around the tapped point: half width and half height in pixels."""
-SEARCH_PAD = 16
-"""How far around its place a crop is looked for on another frame."""
-SAME_SCREEN = 0.9
-"""A proposal's crop matching a new frame this well where it was cut: the same screen, seen again."""
 KEPT_FRAMES = 24
 """Frames of known pages (and, apart, of known popups) kept for measuring crops: memory stays bounded (~66 MB at
 1280x720 for both) however long the session."""
-TITLE_SIZE = (320, 56)
-"""Largest title band (width, height) cut from the top of what covers the page."""
+SAME_SPOT = 8
+"""A tap this close (pixels, either axis) to a recorded one is the same spot of the button."""
 
 
 @dataclass
@@ -57,52 +69,6 @@ class Lesson:
     frame: np.ndarray
     point: tuple[int, int]
     label: str
-
-
-def best_score(crop: np.ndarray, frame: np.ndarray, area: tuple[int, int, int, int], pad: int = SEARCH_PAD) -> float:
-    """The best normalised match of `crop` on `frame` around `area` (0 when it cannot be placed there)."""
-    x1, y1, x2, y2 = area
-    h, w = frame.shape[:2]
-    region = frame[max(0, y1 - pad):min(h, y2 + pad), max(0, x1 - pad):min(w, x2 + pad)]
-    if region.shape[0] < crop.shape[0] or region.shape[1] < crop.shape[1]:
-        return 0.0
-    scores = cv2.matchTemplate(region, crop, cv2.TM_CCOEFF_NORMED)
-    return float(np.nan_to_num(scores).max())
-
-
-def title_band(frame: np.ndarray, beneath: np.ndarray | None) -> tuple[int, int, int, int] | None:
-    """The top band of what covers the page: where `frame` differs from the page `beneath` it, its first rows
-    (a popup's title, steadier than its contents), at most TITLE_SIZE. None without the page or a difference."""
-    if beneath is None or beneath.shape != frame.shape:
-        return None
-    changed = cv2.absdiff(frame, beneath).max(axis=2) > 30
-    rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
-    if rows.size == 0 or cols.size == 0:
-        return None
-    x1, x2, y1 = int(cols[0]), int(cols[-1]) + 1, int(rows[0])
-    width, height = min(TITLE_SIZE[0], x2 - x1), min(TITLE_SIZE[1], int(rows[-1]) + 1 - y1)
-    centre = (x1 + x2) // 2
-    return (max(0, centre - width // 2), y1, max(0, centre - width // 2) + width, y1 + height)
-
-
-def choose_crop(frame: np.ndarray, point: tuple[int, int], known: list[np.ndarray],
-                extra: list[tuple[int, int, int, int]] = ()) -> tuple[tuple[int, int, int, int], float]:
-    """Of the candidate boxes (around `point`, then `extra`), the one known frames match least: (area, its
-    collision score); a later candidate must be clearly better to win."""
-    h, w = frame.shape[:2]
-    best: tuple[tuple[int, int, int, int], float] | None = None
-    x, y = point
-    around = [(max(0, x - hw), max(0, y - hh), min(w, x + hw), min(h, y + hh)) for hw, hh in HALF_SIZES]
-    for area in [*around, *extra]:
-        crop = frame[area[1]:area[3], area[0]:area[2]]
-        if crop.size == 0 or min(crop.shape[:2]) < 8 or float(crop.std()) < 1.0:
-            continue  # a flat crop matches anything (or nothing) by chance: no signature
-        collision = max((best_score(crop, other, area) for other in known), default=0.0)
-        if best is None or collision < best[1] - 0.02:
-            best = (area, collision)
-    if best is None:
-        raise ValueError(f"no usable crop around {list(point)}: the frame is flat there")
-    return best
 
 
 def slug(label: str) -> str:
@@ -139,10 +105,15 @@ class Learner:
         self.auto, self.graph_dir, self.pack_dir, self.pages_pack = auto, graph_dir, pack_dir, pages_pack
         self.adopt = adopt
         self.known: dict[str, np.ndarray] = {}
-        """The last frame of each known page seen without a popup: what a crop must not match."""
+        """The last clean frame of each known page (see the module docstring): what a crop must not match."""
+        self.candidate: tuple[str, np.ndarray] | None = None
+        """The last frame of a known page without popups, clean once the next look shows another page."""
+        self._saved: dict[str, int] = {}
+        """Which clean frame of each page is in ``known/`` already (by id)."""
         self.popup_frames: dict[str, np.ndarray] = {}
         """The last frame showing each known popup: what a crop must not match either."""
         self.pending: Lesson | None = None
+        self.last_lesson: Lesson | None = None
         self.watch: Watch | None = None
         self.failed: dict[str, int] = {}
         """Dismissals of a learned popup that did not work, in a row."""
@@ -166,9 +137,22 @@ class Learner:
             return False
         if act:
             nav.act(ctx, TapAction(type="tap", point=(int(point[0]), int(point[1]))), obs)
-        self.pending = Lesson(frame, (int(point[0]), int(point[1])), label)
+        self.pending = self.last_lesson = Lesson(frame, (int(point[0]), int(point[1])), label)
         ctx.record("lesson_tap", point=[int(v) for v in point], label=label, performed=act)
         return True
+
+    def proposal_of(self, frame: np.ndarray | None) -> dict[str, Any] | None:
+        """The waiting proposal whose screen `frame` (or else the last lesson's frame) shows, if one does."""
+        frames = [f for f in (frame, self.last_lesson.frame if self.last_lesson else None) if f is not None]
+        for path in sorted(self.folder.glob("*.yaml")) if frames else ():
+            try:
+                proposal = read_proposal(path)
+            except (ValueError, OSError, yaml.YAMLError):
+                continue
+            crop = cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR)
+            if any(same_screen(crop, f, proposal["area"]) for f in frames):
+                return proposal
+        return None
 
     def dismissing(self, popup: Any, obs: Any, frame: np.ndarray | None) -> None:
         """The navigator dismisses `popup`: a learned one is watched (the next look says whether it was there)."""
@@ -181,15 +165,19 @@ class Learner:
         worked and is proposed; anything else: dropped); the first look after a learned popup's dismissal judges
         that. True when the graph changed (a popup accepted or demoted): the frame must be observed again."""
         if obs.page is not None and not obs.popups:
-            _keep(self.known, obs.page, frame)
+            if self.candidate is not None and self.candidate[0] != obs.page:
+                _keep(self.known, *self.candidate)  # a tap on it went through: nothing unknown covered it
+            self.candidate = (obs.page, frame)
+        else:
+            self.candidate = None
         for popup in obs.popups[:1]:  # a known popup's frame: a crop must not match it either
             _keep(self.popup_frames, popup, frame)
         changed = self.watch is not None and self._judge_learned(ctx, obs)
         lesson, self.pending = self.pending, None
-        if lesson is None or obs.page is None or obs.popups or not _gone(lesson, frame):
+        if lesson is None or obs.page is None or obs.popups or not _gone(lesson, frame, self.known.get(obs.page)):
             return changed
         try:
-            path, proposal = self.record(lesson, obs.page)
+            path, proposal = self.record(lesson, obs.page, frame)
             ctx.record("proposal", path=str(path), shown_on=obs.page)
             if self.auto is not None:
                 changed = self._maybe_accept(ctx, path, proposal) or changed
@@ -234,8 +222,9 @@ class Learner:
         True when the live graph changed."""
         from engine.core.errors import ConfigError
 
-        if int(proposal.get("sightings", 1)) < int(self.auto or 0):
-            return False
+        sightings, auto = int(proposal.get("sightings", 1)), int(self.auto or 0)
+        if sightings < auto or sightings < int(proposal.get("refused_at", 0)) + auto:
+            return False  # (one refused is tried again after as many sightings more: accepting is not free)
         if self._was_demoted(path, proposal):
             log.warning("learning: auto does not accept %s: the same screen was demoted before; it waits for "
                         "review (python -m engine proposals)", proposal["name"])
@@ -244,12 +233,15 @@ class Learner:
             log.warning("learning: auto cannot accept %s: the session has no graph folder and asset pack of yours "
                         "to write (pass --graph and --assets)", proposal["name"])
             return False
+        self._save_known()
         try:
             done = accept(self.folder, proposal["name"], self.graph_dir, self.pack_dir, pages_pack=self.pages_pack,
                           by="auto")
         except ConfigError as exc:  # refused (it fires on a known page) or the graph would break: it waits
             log.warning("learning: auto did not accept %s: %s", proposal["name"], exc)
             ctx.record("proposal_refused", name=proposal["name"], reason=str(exc)[:500])
+            if path.is_file():
+                path.write_text(yaml.safe_dump({**proposal, "refused_at": sightings}, sort_keys=False))
             return False
         ctx.record("proposal_accepted", **done)
         return self._adopt(ctx)
@@ -258,7 +250,7 @@ class Learner:
         """Whether a learned popup of the same screen (its crop found where it was cut) was demoted before."""
         crop = cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR)
         for misfire in sorted((self.folder / "demoted").glob("*.misfire.png")) if crop is not None else ():
-            if _same_screen(crop, cv2.imread(str(misfire), cv2.IMREAD_COLOR), proposal["area"]):
+            if same_screen(crop, cv2.imread(str(misfire), cv2.IMREAD_COLOR), proposal["area"]):
                 return True
         return False
 
@@ -274,46 +266,65 @@ class Learner:
             ctx.record("learning_error", message=str(exc)[:500])
             return False
 
-    def record(self, lesson: Lesson, page: str) -> tuple[Path, dict[str, Any]]:
-        """Write the lesson as a proposal, or count up the proposal of the same screen: its path and contents."""
+    def record(self, lesson: Lesson, page: str, after: np.ndarray | None = None) -> tuple[Path, dict[str, Any]]:
+        """Write the lesson as a proposal, or count up the proposal of the same screen: its path and contents.
+        `after`: the look that judged the lesson (the page as the tap left it)."""
 
         self.folder.mkdir(parents=True, exist_ok=True)
+        self._save_known()
         for path in sorted(self.folder.glob("*.yaml")):
             proposal = read_proposal(path)
-            if _same_screen(cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR), lesson.frame,
-                            proposal["area"]):
-                proposal["sightings"] = int(proposal.get("sightings", 1)) + 1
-                proposal["last_seen"] = _now()
-                path.write_text(yaml.safe_dump(proposal, sort_keys=False))
-                log.info("proposal %s seen again (%d sightings)", proposal["name"], proposal["sightings"])
-                return path, proposal
-        # A "known page" frame showing this very screen was the popup over a page still recognised: not known.
-        known = {name: frame for name, frame in self.known.items() if not _same_around(lesson, frame)}
-        known_dir = self.folder / "known"
-        known_dir.mkdir(exist_ok=True)
-        for name, frame in known.items():
-            cv2.imwrite(str(known_dir / f"{name}.png"), frame)
-        title = title_band(lesson.frame, self.known.get(page))  # (the page as the tap left it)
-        others = [f for f in self.popup_frames.values() if not _same_around(lesson, f)]
-        area, collision = choose_crop(lesson.frame, lesson.point, [*known.values(), *others], [title] if title else [])
+            if same_screen(cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR), lesson.frame,
+                           proposal["area"]):
+                return path, self._sighting(path, proposal, lesson)
+        # A clean frame showing this very screen was the popup over a page still recognised: not known.
+        known = {name: f for name, f in self.known.items() if not same_around(lesson.point, lesson.frame, f)}
+        others = [f for f in self.popup_frames.values() if not same_around(lesson.point, lesson.frame, f)]
+        box = dialog_box(lesson.frame, self.known.get(page, after))
+        area, collision = signature_area(lesson.frame, lesson.point, [*known.values(), *others], box)
+        button = button_area(lesson.point, box)
         name = _unique(self.folder, slug(lesson.label))
         path = self.folder / f"{name}.yaml"
         cv2.imwrite(str(path.with_suffix(".frame.png")), lesson.frame)
-        cv2.imwrite(str(path.with_suffix(".crop.png")), lesson.frame[area[1]:area[3], area[0]:area[2]])
+        cv2.imwrite(str(path.with_suffix(".crop.png")), _cut(lesson.frame, area))
         proposal = {"name": name, "label": lesson.label, "tap": list(lesson.point), "area": list(area),
                     "signature": {"type": "template", "area": list(area), "crop": path.with_suffix(".crop.png").name},
                     "dismiss": [{"type": "tap", "point": list(lesson.point)}],
                     "shown_on": page, "sightings": 1, "collision": round(collision, 3),
                     "known_pages": sorted(known), "first_seen": _now(), "last_seen": _now()}
+        if button is not None:  # the button is found inside the dialog when it is dismissed: it may move
+            proposal.update(box=list(box), button=list(button), taps=[list(lesson.point)], moves=False,
+                            dismiss=[{"type": "tap", "button": list(button), "search": list(box)}])
         path.write_text(yaml.safe_dump(proposal, sort_keys=False))
         log.info("proposed %s (%r): tap %s led to %s; crop %s, collision %.2f", name, lesson.label,
                  list(lesson.point), page, list(area), collision)
         return path, proposal
 
+    def _sighting(self, path: Path, proposal: dict[str, Any], lesson: Lesson) -> dict[str, Any]:
+        """The same screen seen again: count it up, and keep a new spot of its button (it moves)."""
+        proposal["sightings"] = int(proposal.get("sightings", 1)) + 1
+        proposal["last_seen"] = _now()
+        taps, (x, y) = proposal.get("taps"), lesson.point
+        if isinstance(taps, list) and not any(isinstance(t, list) and len(t) == 2 and
+                                              max(abs(t[0] - x), abs(t[1] - y)) <= SAME_SPOT for t in taps):
+            proposal["taps"] = [*taps, [x, y]][-32:]  # (bounded: a few spots are enough to tell that it moves)
+            proposal["moves"] = True
+        path.write_text(yaml.safe_dump(proposal, sort_keys=False))
+        log.info("proposal %s seen again (%d sightings)", proposal["name"], proposal["sightings"])
+        return proposal
 
-def _same_screen(crop: np.ndarray | None, frame: np.ndarray | None, area: list[int]) -> bool:
-    """Whether a proposal's crop is found on `frame` where it was cut: the same screen, seen again."""
-    return crop is not None and frame is not None and best_score(crop, frame, tuple(area), 8) >= SAME_SCREEN
+    def _save_known(self) -> None:
+        """Write the clean frames that changed since the last time into ``known/`` (accepting checks them)."""
+        known_dir = self.folder / "known"
+        for name, frame in self.known.items():
+            if self._saved.get(name) != id(frame):
+                known_dir.mkdir(parents=True, exist_ok=True)
+                cv2.imwrite(str(known_dir / f"{name}.png"), frame, [cv2.IMWRITE_PNG_COMPRESSION, 1])  # (fast)
+                self._saved[name] = id(frame)
+
+
+def _cut(frame: np.ndarray, area: Box) -> np.ndarray:
+    return frame[area[1]:area[3], area[0]:area[2]]
 
 
 def _keep(frames: dict[str, np.ndarray], name: str, frame: np.ndarray) -> None:
@@ -324,21 +335,13 @@ def _keep(frames: dict[str, np.ndarray], name: str, frame: np.ndarray) -> None:
         frames.pop(next(iter(frames)))
 
 
-def _around(lesson: Lesson, frame: np.ndarray) -> np.ndarray:
-    hw, hh = HALF_SIZES[-1]
-    x, y = lesson.point
-    return frame[max(0, y - hh):y + hh, max(0, x - hw):x + hw]
-
-
-def _same_around(lesson: Lesson, frame: np.ndarray) -> bool:
-    """Whether `frame` shows what the lesson's frame shows around the tapped point (the widest candidate box)."""
-    a, b = _around(lesson, lesson.frame), _around(lesson, frame)
-    return a.shape == b.shape and float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean()) < 2.0
-
-
-def _gone(lesson: Lesson, frame: np.ndarray) -> bool:
-    """Whether what was tapped is gone from around the tapped point (the tap did something there)."""
-    return lesson.frame.shape == frame.shape and not _same_around(lesson, frame)
+def _gone(lesson: Lesson, frame: np.ndarray, clean: np.ndarray | None) -> bool:
+    """Whether what was tapped is gone from around the tapped point (the tap did something there), and, with a
+    `clean` frame of the page, the whole dialog with it (it did not stay, nor come back at once)."""
+    if lesson.frame.shape != frame.shape or same_around(lesson.point, lesson.frame, frame):
+        return False
+    box = dialog_box(lesson.frame, clean)
+    return box is None or not still_there(box, frame, clean)
 
 
 def _unique(folder: Path, name: str) -> str:
@@ -382,6 +385,7 @@ def session_learner(session: Any, graph_dir: str | Path | None, base: Any) -> Le
         pack = with_learned(folder, base, graph.server)
         session.observer.adopt(graph, pack)
         session.graph, session.assets, session.navigator.graph = graph, pack, graph
+        session.navigator.actuator.graph = graph  # (a learned tap may name a learned button)
         if session.tools is not None:
             session.tools.graph = graph
         log.info("the session took up the changed graph: %d popups", len(graph.popups))

@@ -5,10 +5,14 @@ frame (``NAME.frame.png``) and template crop (``NAME.crop.png``). ``python -m en
 both come here.
 
 Accepting writes the popup into the user's graph folder as a new file (``learned_<name>.yaml``, with the schema
-modeline) and its template into the user's asset pack, but only after the graph still loads (file:line errors as
-usual) and the new signature fires on no frame of a known page: those the learner kept (``known/``) and those of
-the error bundles beside the proposals that the graph without it reads as a known page. Otherwise nothing stays
-written and ``ProposalRefused`` names the frames where it fired. The shipped graph is never written.
+modeline) and its templates into the user's asset pack, but only after the graph still loads (file:line errors as
+usual) and the new popup fires on no clean frame (engine.learning.evidence: frames the learner verified, frames the
+user labelled, the pack's references, and error-bundle frames of known pages that do not show the proposal
+itself; a bounded sample of each). Otherwise nothing stays written and ``ProposalRefused`` names the frames where
+it fired. The shipped graph is never written.
+
+A proposal with a ``button`` and a ``box`` (the dialog's area) becomes a popup whose dismissal finds the button
+inside the box and taps it there (``search`` in its tap): a dialog whose button moves is one popup.
 
 A learned popup that misfires later (its dismissal does not work, or it fired where a known page was) is demoted:
 its file leaves the graph folder for ``demoted/`` beside the proposals, with the reason.
@@ -31,8 +35,8 @@ log = logging.getLogger(__name__)
 
 PRIORITY = 40
 """Learned popups are checked after the graph's own (whose priorities are higher where they matter)."""
-MAX_BUNDLE_FRAMES = 400
-"""Error-bundle frames checked at most (the newest bundles first): accepting stays bounded in time."""
+BUTTON_SUFFIX = "_BUTTON"
+"""The learned button a popup's dismissal searches for is named after the popup with this suffix."""
 
 
 LEARNED_PACK = "learned_assets"
@@ -97,15 +101,29 @@ def load(folder: Path, name: str) -> tuple[Path, dict[str, Any]]:
         raise ConfigError(str(exc), file=str(path)) from None
 
 
+def _found_button(proposal: dict[str, Any]) -> tuple[list[int], list[int]] | None:
+    """The proposal's button and the dialog's box it is searched in, when it has them."""
+    button, box = proposal.get("button"), proposal.get("box")
+    return ([int(v) for v in button], [int(v) for v in box]) if _ints(button, 4) and _ints(box, 4) else None
+
+
 def popup_yaml(proposal: dict[str, Any], schema: str | None = None) -> str:
-    """The graph file a proposal becomes: its button (area, learned/ asset) and its popup (template, tap)."""
+    """The graph file a proposal becomes: its buttons (area, learned/ asset) and its popup (template, tap: at the
+    fixed point, or at its button found inside the dialog)."""
     name, area = proposal["name"], [int(v) for v in proposal["area"]]
+    buttons = [{"name": name, "area": area, "asset": f"learned/{name}"}]
+    dismiss: dict[str, Any] = {"type": "tap", "point": [int(v) for v in proposal["tap"]]}
+    found = _found_button(proposal)
+    if found is not None:
+        buttons.append({"name": name + BUTTON_SUFFIX, "area": found[0], "asset": f"learned/{name}{BUTTON_SUFFIX}"})
+        dismiss = {"type": "tap", "button": name + BUTTON_SUFFIX, "search": found[1]}
+    moves = " (its button moves)" if proposal.get("moves") else ""
     data = {
-        "buttons": [{"name": name, "area": area, "asset": f"learned/{name}"}],
+        "buttons": buttons,
         "popups": [{"name": name, "description": f"learned: {proposal.get('label', name)} "
-                                                 f"(seen {proposal.get('sightings', 1)} time(s))",
+                                                 f"(seen {proposal.get('sightings', 1)} time(s)){moves}",
                     "signatures": [{"type": "template", "button": name}],
-                    "dismiss": [{"type": "tap", "point": [int(v) for v in proposal["tap"]]}],
+                    "dismiss": [dismiss],
                     "priority": PRIORITY, "learned": name}],
     }
     head = f"# yaml-language-server: $schema={schema}\n" if schema else ""
@@ -126,7 +144,7 @@ def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = Non
 
     Raises:
         ConfigError: no such proposal, the shipped graph, a missing frame, the graph no longer loads.
-        ProposalRefused: the signature fires on known pages' frames (nothing stays written).
+        ProposalRefused: the new popup fires on clean frames (nothing stays written).
     """
     import cv2
 
@@ -151,18 +169,20 @@ def accept(folder: Path, name: str, graph_dir: Path, pack_dir: Path | None = Non
     target.write_text(popup_yaml(proposal, os.path.relpath(schema_file(), graph_dir)))
     written = [target, *_write_template(pack_dir, proposal, frame)]
     try:
-        fired = fires_on_known(folder, graph_dir, pack_dir, proposal["name"], before, pages_pack)
+        verdict = _judge(folder, proposal, frame, graph_dir, pack_dir, before, pages_pack)
     except ConfigError:
         _undo(written, index_file, index_before)
         raise
-    if fired:
+    if verdict.fired:
         _undo(written, index_file, index_before)
         raise ProposalRefused(f"{proposal['name']}'s signature also fires on frames of known pages: "
-                              f"{', '.join(str(f) for f in fired)}; nothing was written (cut another crop, or "
-                              "reject it)", fired)
+                              f"{', '.join(str(f) for f in verdict.fired)}; nothing was written (cut another crop, "
+                              "or reject it)", verdict.fired)
     _move(path, Path(folder) / "accepted")
-    log.info("accepted %s (%s) into %s", proposal["name"], by, target)
-    return {"accepted": proposal["name"], "by": by, "graph_file": str(target), "template": str(written[1])}
+    log.info("accepted %s (%s) into %s; checked %s, %d bundle frame(s) showed it", proposal["name"], by, target,
+             verdict.checked, verdict.sightings)
+    return {"accepted": proposal["name"], "by": by, "graph_file": str(target), "template": str(written[1]),
+            "checked": verdict.checked, "bundle_sightings": verdict.sightings}
 
 
 def reject(folder: Path, name: str) -> dict[str, Any]:
@@ -198,56 +218,36 @@ def _load_graph(graph_dir: Path) -> Any:
 
 
 def _write_template(pack_dir: Path, proposal: dict[str, Any], frame: Any) -> list[Path]:
+    """The signature's template (first in the list), and the button's when the dismissal searches for it."""
     from engine.config.assetpacks import INDEX_FILE, DirectoryAssetPack, crop, new_index, save_index, write_template
     from engine.config.assets import Template
 
-    area = tuple(int(v) for v in proposal["area"])
+    name = proposal["name"]
+    cuts = [(f"learned/{name}", tuple(int(v) for v in proposal["area"]))]
+    found = _found_button(proposal)
+    if found is not None:
+        cuts.append((f"learned/{name}{BUTTON_SUFFIX}", tuple(found[0])))
     pack_dir.mkdir(parents=True, exist_ok=True)
     index = DirectoryAssetPack(pack_dir).index if (pack_dir / INDEX_FILE).is_file() else new_index(None)
-    files = write_template(pack_dir, Template(name=f"learned/{proposal['name']}", frames=(crop(frame, area),),
-                                              area=area), index)
+    files = [f for asset, area in cuts
+             for f in write_template(pack_dir, Template(name=asset, frames=(crop(frame, area),), area=area), index)]
     save_index(pack_dir, index)
     return files
 
 
-def known_frames(folder: Path, before: Any, pack: Any) -> list[Path]:
-    """Frames of known pages: those the learner kept, and error-bundle frames (newest bundles first, at most
-    MAX_BUNDLE_FRAMES) that the graph `before` the proposal reads as a known page without popups."""
-    import cv2
-
-    from engine.observe.observer import Observer
-
-    frames = sorted((Path(folder) / "known").glob("*.png"))
-    bundles = Path(folder).parent / "error_bundles"
-    if bundles.is_dir():
-        observer = Observer(before, pack)
-        newest = sorted(bundles.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-        for path in [f for b in newest if b.is_dir() for f in sorted(b.glob("*.png"))][:MAX_BUNDLE_FRAMES]:
-            frame = cv2.imread(str(path), cv2.IMREAD_COLOR)
-            if frame is not None and frame.shape[1::-1] == tuple(before.resolution):
-                obs = observer.observe(frame)
-                if obs.page is not None and not obs.popups and not obs.loading:
-                    frames.append(path)
-    return frames
-
-
-def fires_on_known(folder: Path, graph_dir: Path, pack_dir: Path, name: str, before: Any,
-                   pages_pack: Any) -> list[Path]:
-    """The known pages' frames on which the new popup is observed (the graph is loaded, so it is validated)."""
-    import cv2
-
-    from engine.config.assetpacks import DirectoryAssetPack, LayeredPack
+def _judge(folder: Path, proposal: dict[str, Any], frame: Any, graph_dir: Path, pack_dir: Path, before: Any,
+           pages_pack: Any) -> Any:
+    """The grown graph (loaded, so validated) and its pack judge the proposal on clean evidence
+    (engine.learning.evidence); its signature is cut from its `frame`."""
+    from engine.config.assetpacks import DirectoryAssetPack, LayeredPack, crop
+    from engine.learning.evidence import judge
     from engine.observe.observer import Observer
 
     graph = _load_graph(graph_dir)
     pack = LayeredPack([DirectoryAssetPack(pack_dir, graph.server), pages_pack], graph.server)
-    observer = Observer(graph, pack)
-    fired = []
-    for frame_path in known_frames(folder, before, pack):
-        frame = cv2.imread(str(frame_path), cv2.IMREAD_COLOR)
-        if frame is not None and name in observer.observe(frame).popups:
-            fired.append(frame_path)
-    return fired
+    observer, name = Observer(graph, pack), proposal["name"]
+    signature = crop(frame, tuple(int(v) for v in proposal["area"]))
+    return judge(folder, proposal, signature, lambda f: name in observer.observe(f).popups, before, pack)
 
 
 def _undo(paths: list[Path], index_file: Path, index_before: bytes | None) -> None:

@@ -1,7 +1,8 @@
 """The actuator: performs one declared action on the device (tap, swipe, key, wait) and reports what it did.
 
 A tap on a named button goes to the middle of the button's click area, shifted by the offset at which the
-observer last matched that button's template (the game drew it a little elsewhere), and clipped to the screen.
+observer last matched that button's template (the game drew it a little elsewhere; for a tap with ``search``, where
+the observer found the button inside that area: engine.observe.taps), and clipped to the screen.
 Every device call goes through the run's context (counted, and checked against its bounds first); device faults
 propagate (the device already retried them under its policy), so that the caller decides what they mean.
 """

@@ -42,7 +42,7 @@ from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.core.stuck import Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import escalate, recover
+from engine.navigation.recovery import MAX_ESCALATIONS, escalate, explain, recover
 from engine.navigation.routes import canonical_page, home_buttons, plan_route
 
 if TYPE_CHECKING:
@@ -109,7 +109,6 @@ class _Course:
     faults: int = 0  # device faults in a row
     fault: TransientDeviceError | None = None  # the fault the last step ended with: the next verdict is DEVICE_ERROR
     swallowed: int = 0  # hops in a row that left the page as it was
-    asked: bool = False  # the model was asked why a page swallows taps (once per navigation)
 
 
 class Navigator:
@@ -179,7 +178,8 @@ class Navigator:
             return self._device_failure(ctx, exc)
         except EngineError as exc:
             extra = {"suggestions": exc.suggestions} if isinstance(exc, UnknownPage) else {}
-            return Outcome(False, exc.status, str(exc), expected, self.last_observation, extra=extra)
+            text = explain(self, ctx, exc, extra)  # an unknown dialog that kept appearing is named
+            return Outcome(False, exc.status, text, expected, self.last_observation, extra=extra)
 
     # ------------------------------------------------------------------------------------------- the loop
 
@@ -277,16 +277,21 @@ class Navigator:
 
     def _swallowed(self, ctx: RunContext, course: _Course, obs: Observation, source: str) -> Observation:
         """Two hops in a row that left the page as it was: something the graph does not know may cover it and
-        swallow the taps, so the model is asked once per navigation (engine.navigation.recovery.escalate)."""
+        swallow the taps, so the model is asked (engine.navigation.recovery.escalate); once it was asked in this
+        run, one such hop asks again (the dialog came back), up to the run's bound on questions; then Stuck."""
         if obs.page != source or obs.popups:
             course.swallowed = 0
             return obs
         course.swallowed += 1
-        if course.swallowed < 2 or course.asked:
+        if course.swallowed < (1 if ctx.vision_calls else 2):
             return obs
-        course.asked = True
+        course.swallowed = 0
         if not escalate(self, ctx, unknown=False):
+            if ctx.vision_calls >= MAX_ESCALATIONS:
+                raise Stuck(f"{source} still swallows the taps after {ctx.vision_calls} answer(s) of the vision "
+                            "model", page=source)
             return obs
+        ctx.detectors.repeats.forgive()  # those hops were swallowed, not going round in circles
         ctx.wait(SETTLE_S)
         course.expected = None
         return self.look(ctx, expected=None)

@@ -3,7 +3,9 @@ ignores it.
 
 An unknown screen climbs the rungs in order, one per look: the back key, a visible home button, then the vision
 model (``escalate``). A known page that swallows the navigator's taps (two hops in a row that change nothing on
-the screen: something the graph does not know covers it) goes to the model at once, once per navigation.
+the screen: something the graph does not know covers it) goes to the model at once. A dialog that comes back after
+the model's answer closed it (another unknown screen, or the page swallowing taps again) is escalated again: up
+to MAX_ESCALATIONS model questions per run, so one escalation is never the last word within the run's budget.
 
 The model's answer is acted on only when it is safe: a popup the graph knows (dismissed by its own declared
 action), a page the graph knows (the belief is relocalised to it, and on an unknown screen the back key, which
@@ -16,13 +18,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, TapAction
-from engine.core.errors import UnknownScreen
+from engine.core.errors import NavigationError, UnknownScreen
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
     from engine.core.results import Observation
 
 RUNGS = ("back", "home", "vision")
+MAX_ESCALATIONS = 4
+"""Questions to the vision model in one run (a goto): each answer acted on may be followed by the dialog's return."""
 
 
 def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: float) -> tuple[Observation, int]:
@@ -42,8 +46,15 @@ def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: 
         elif not escalate(nav, ctx):
             continue
         ctx.wait(settle_s)
-        return nav.look(ctx, expected=None), ladder
+        obs = nav.look(ctx, expected=None)
+        if rung == "vision" and _unknown(obs):
+            ladder -= 1  # unknown again after the answer was acted on (the dialog came back): ask again, bounded
+        return obs, ladder
     raise UnknownScreen()
+
+
+def _unknown(obs: Observation) -> bool:
+    return obs.page is None and not obs.popups and not obs.loading and not obs.black_frame
 
 
 def escalate(nav: Any, ctx: RunContext, *, unknown: bool = True) -> bool:
@@ -51,6 +62,9 @@ def escalate(nav: Any, ctx: RunContext, *, unknown: bool = True) -> bool:
     `unknown`: the frame is an unknown screen (False: a known page that swallows taps, where a page answer
     changes nothing). True when something was done."""
     if getattr(nav.observer, "vision", None) is None or nav.last_frame is None:
+        return False
+    if ctx.vision_calls >= MAX_ESCALATIONS:
+        ctx.record("vision_spent", asked=ctx.vision_calls)
         return False
     ctx.vision_calls += 1
     answer = nav.observer.escalate(nav.last_frame)
@@ -77,3 +91,32 @@ def visible_home_button(nav: Any) -> str | None:
         if evidence is not None and evidence.hit:
             return name
     return None
+
+
+def explain(nav: Any, ctx: RunContext, exc: Exception, extra: dict[str, Any]) -> str:
+    """The text of a run that ended in `exc`; a navigation error after the vision model was asked also says
+    that an unknown dialog kept appearing (`unknown_dialog`, added to `extra` too)."""
+    dialog = unknown_dialog(nav, ctx) if isinstance(exc, NavigationError) else None
+    if dialog is None:
+        return str(exc)
+    extra["unknown_dialog"] = dialog
+    return f"{exc}; {dialog['text']}"
+
+
+def unknown_dialog(nav: Any, ctx: RunContext) -> dict[str, Any] | None:
+    """What to say when a run that asked the vision model ends in a navigation error: an unknown dialog kept
+    appearing, and the proposal it is (the learner's, when one names the last frame or the last lesson's). None
+    when the model was not asked."""
+    if ctx.vision_calls == 0:
+        return None
+    taps = sum(1 for step in ctx.steps if step["kind"] == "lesson_tap")
+    text = (f"an unknown dialog kept appearing (the vision model was asked {ctx.vision_calls} time(s), its tap "
+            f"was tried {taps} time(s))")
+    proposal = nav.learner.proposal_of(nav.last_frame) if nav.learner is not None else None
+    if proposal is not None:
+        text += (f"; it is proposal {proposal['name']} ({proposal.get('sightings', 1)} sighting(s)): "
+                 f"python -m engine proposals show {proposal['name']}")
+    elif nav.learner is not None:
+        text += "; no proposal names it yet"
+    return {"text": text, "vision_calls": ctx.vision_calls, "taps": taps,
+            "proposal": proposal["name"] if proposal is not None else None}

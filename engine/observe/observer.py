@@ -6,7 +6,8 @@ and matching only. Order of work for ``observe(frame, expected)``:
 1. a flat frame (black, or one colour) is ``black_frame`` and nothing else;
 2. the graph's loading screen signatures: a hit is ``loading`` and nothing else;
 3. the expected page; when it hits on a template (or OCR), no other page is scanned;
-4. popups by priority (those allowed on the page found, or all of them when no page is known yet);
+4. popups by priority (those allowed on the page found, or all of them when no page is known yet), and for a popup
+   seen, the buttons its dismiss taps search for (engine.observe.taps);
 5. the expected page's neighbours (one link away, either direction), then every other page in definition order
    (ALAS's order), recording every page that hits so that ambiguity is seen rather than hidden;
 6. only with ``escalate=True``: free-text OCR (when the observer was given ``ocr``) and the vision model (when
@@ -46,6 +47,7 @@ from engine.core.errors import BadFrame, VerificationError
 from engine.core.results import Evidence, Observation
 from engine.device.frames import fit, frame_problem
 from engine.observe.checks import CombinedCheck, Target, closest_misses
+from engine.observe.taps import compile_search_taps, locate
 from verifiers import color as color_verifier
 from verifiers import ocr as ocr_verifier
 from verifiers import template as template_verifier
@@ -108,6 +110,7 @@ class Observer:
             else None
         )
         self.neighbours = self._neighbours(graph)
+        self.search_taps = compile_search_taps(self.graph, assets)  # dismiss taps that find their button first
         log.debug(
             "observer compiled %d pages, %d popups in %.1f ms (%d unavailable)",
             len(self.pages), len(self.popups), (time.perf_counter() - start) * 1000, len(self.unavailable),
@@ -282,6 +285,7 @@ class Observer:
             # Weak evidence (colour, tiny or flat templates) never overrides a page seen on strong evidence.
             popup_hits = [(t, score) for t, score in popup_hits if t.strong]
         popups = tuple(t.name for t, _ in popup_hits)
+        evidence.extend(locate(self.search_taps, frame, popups))  # where a moving button is now
         if page is None and not ambiguous:
             confidence = popup_hits[0][1] if popup_hits else confidence
             evidence.extend(closest_misses(misses))  # so a graph author sees why no page was named

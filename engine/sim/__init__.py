@@ -16,6 +16,7 @@ from engine.config.schema import Graph
 from engine.config.simstate import StateSpec
 from engine.sim.adb_server import FakeAdbServer
 from engine.sim.game import SimGame
+from engine.sim.overlay import Overlay
 from engine.sim.render import Renderer, SyntheticAssets
 from engine.sim.scenario import Faults, Scenario
 
@@ -23,6 +24,7 @@ __all__ = [
     "EmbeddedSim",
     "FakeAdbServer",
     "Faults",
+    "Overlay",
     "Renderer",
     "Scenario",
     "SimGame",

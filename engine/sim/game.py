@@ -4,9 +4,9 @@
 destination page or the scenario asks for one), popups cover the page until their own dismiss action is done, the
 back key follows declared back links. A popup whose dismissal starts with ``wait`` steps only (a toast, a
 banner that times out) goes by itself once those seconds have passed; a non-blocking popup belongs to the page it
-showed on (it is not drawn over the pages the player goes on to, and shows again on return until dismissed). It
-always knows the truth (``truth()``), so tests can check what the engine
-claims against what is really on screen.
+showed on (it is not drawn over the pages the player goes on to, and shows again on return until dismissed).
+``show_overlay`` draws a dialog no graph declares over everything (engine.sim.overlay). It always knows the truth
+(``truth()``), so tests can check what the engine claims against what is really on screen.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from engine.config.schema import (
 )
 from engine.config.simstate import StateSpec
 from engine.sim.compose import transition_frame
+from engine.sim.overlay import Overlay, Overlays
 from engine.sim.pagestate import SimState
 from engine.sim.render import POINT_BOX, Renderer
 from engine.sim.scenario import Faults, Scenario
@@ -112,6 +113,8 @@ class SimGame:
         self.unknown = False
         self._unknown_variant = 0
         self.crashed = False
+        self.overlays = Overlays()
+        """Dialogs no graph declares, drawn over everything (engine.sim.overlay)."""
         self.counters = {"taps": 0, "dropped_taps": 0, "hops": 0, "keys": 0, "swipes": 0, "frames": 0,
                          "black_frames": 0, "crashes": 0, "controls": 0}
 
@@ -152,9 +155,9 @@ class SimGame:
         page = self.renderer.page(self.page)
         if self.state is not None:
             page = self.state.draw(self.renderer, self.page, page, self.clock())
-        if not self.popups:
-            return page.copy()
-        return self.renderer.with_popups(page, [self._popups[n] for n in self._shown_popups()])
+        if self.popups:
+            page = self.renderer.with_popups(page, [self._popups[n] for n in self._shown_popups()])
+        return self.overlays.draw(page) if self.overlays.shown else page.copy()
 
     def truth(self) -> dict:
         """What really shows: page, popups (top last), loading, unknown, crashed, and the counters."""
@@ -163,6 +166,7 @@ class SimGame:
             return {
                 "page": self.page,
                 "popups": list(self._shown_popups()),
+                "overlays": self.overlays.names(),
                 "loading": self._loading_until is not None,
                 "loading_target": self._loading_target,
                 "unknown": self.unknown,
@@ -185,6 +189,8 @@ class SimGame:
                 log.debug("tap (%d, %d) dropped by the scenario", x, y)
                 return
             if self._loading_until is not None or self.unknown or self._transition is not None:
+                return
+            if self.overlays.tap(x, y):
                 return
             top = self._top_blocking_popup()
             candidates = [self._popups[n] for n in reversed(self._shown_popups())]
@@ -220,7 +226,8 @@ class SimGame:
             self._settle()
             self.counters["keys"] += 1
             name = key_name(key)
-            if name is None or self._loading_until is not None or self._transition is not None:
+            if name is None or self._loading_until is not None or self._transition is not None or \
+                    self.overlays.shown:
                 return
             if self.unknown:
                 if name == "back":
@@ -247,7 +254,7 @@ class SimGame:
             self._settle()
             self.counters["swipes"] += 1
             if (self._loading_until is not None or self.unknown or self._transition is not None
-                    or self._top_blocking_popup() is not None):
+                    or self._top_blocking_popup() is not None or self.overlays.shown):
                 return
             for link in self.graph.page(self.page).links:
                 if isinstance(link.action, SwipeAction) and _same_direction(link.action, (x1, y1, x2, y2)):
@@ -349,6 +356,7 @@ class SimGame:
             self._transition = (changing_from, now, now + self.scenario.transition_s)
         self.page = target
         self.crashed = False
+        self.overlays.arrived()
         fate = self.faults.after_hop()
         if fate == "crash":
             log.debug("scenario crash on arrival at %s", target)
@@ -373,6 +381,7 @@ class SimGame:
         self._loading_until = self._loading_target = None
         self._transition = None
         self.unknown = False
+        self.overlays.clear()
 
     def _allowed_popups(self) -> list[str]:
         return [
@@ -393,6 +402,11 @@ class SimGame:
         with self._lock:
             self.graph.popup(name)
             self._show_popup(name)
+
+    def show_overlay(self, overlay: Overlay) -> None:
+        """Draw a dialog no graph declares over the screen now (engine.sim.overlay)."""
+        with self._lock:
+            self.overlays.show(overlay)
 
     def goto(self, page: str) -> None:
         """Teleport to `page` (tests): no hop, no faults."""

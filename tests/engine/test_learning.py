@@ -8,6 +8,7 @@ screen it has never been told about.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -22,7 +23,9 @@ from engine.config.loader import load_graph
 from engine.config.policies import load_policies
 from engine.device import open_device
 from engine.faces.studio.signatures import LayeredPack
-from engine.learning.learner import Learner, choose_crop, title_band
+from engine.learning.crops import choose_crop, title_band
+from engine.learning.evidence import MAX_REFERENCES
+from engine.learning.learner import Learner
 from engine.navigation.navigator import Navigator
 from engine.observe.observer import Observer
 from engine.runtime.tools import Tools
@@ -84,8 +87,8 @@ def test_a_resolved_popup_is_proposed_accepted_and_then_handled_without_the_mode
         assert len(proposals) == 1
         proposal = yaml.safe_load(proposals[0].read_text())
         assert proposal["sightings"] == seen and proposal["tap"] == tap and proposal["shown_on"] == "page_main"
-    assert proposal["collision"] < 0.9 and "page_main" in proposal["known_pages"]  # the crop tells them apart
-    assert (folder / "known" / "page_main.png").is_file()
+    assert proposal["collision"] < 0.9 and proposal["known_pages"]  # the crop tells them apart from clean frames
+    assert (folder / "known" / "page_main.png").is_file()  # page_main was left by a tap after the popup: clean
 
     graph_dir, pack_dir = tmp_path / "my_graph", tmp_path / "my_pack"
     shutil.copytree(ROOT / "pages" / "azurlane", graph_dir)
@@ -198,22 +201,26 @@ def test_an_agents_tap_on_an_unknown_screen_that_works_becomes_a_proposal(world,
     assert proposal["label"] == "agent tap" and proposal["tap"] == [x, y] and proposal["shown_on"] == "page_main"
 
 
-def test_accept_checks_the_frames_of_error_bundles_too(world, tmp_path, capsys):
+def test_accept_judges_on_clean_evidence_and_bundle_frames_of_the_screen_itself_speak_for_it(world, tmp_path, capsys):
     full, assets, game, gemini, engine = world
     run = tmp_path / "run"
     folder = run / "proposals"
     tools = engine(without(full, HIDDEN), assets, Learner(folder))
     assert tools.alas_goto("page_reward").ok
     frame = tools.navigator.last_frame
+    shifted = np.zeros_like(frame)
+    shifted[:, 14:] = frame[:, :-14]  # page_reward drawn 14 px to the right: the crop fires, but not where it was cut
     bundle = run / "error_bundles" / "000007"
     bundle.mkdir(parents=True)
-    cv2.imwrite(str(bundle / "00_frame_0.png"), frame)  # a failed run's frame, of a known page
+    cv2.imwrite(str(bundle / "00_frame_0.png"), shifted)  # a failed run's frame, of a known page
     folder.mkdir()
-    cv2.imwrite(str(folder / "LEARNED_X.frame.png"), frame)
-    (folder / "LEARNED_X.yaml").write_text(yaml.safe_dump(
-        {"name": "LEARNED_X", "label": "x", "tap": [60, 30], "area": [0, 0, 120, 60], "shown_on": "page_reward"}))
-    graph_dir = tmp_path / "my_graph"
-    shutil.copytree(ROOT / "pages" / "azurlane", graph_dir)
+    for name in ("LEARNED_X", "LEARNED_Y"):  # a crop of page_reward's own corner, proposed as a popup
+        cv2.imwrite(str(folder / f"{name}.frame.png"), frame)
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(
+            {"name": name, "label": "x", "tap": [60, 30], "area": [0, 0, 120, 60], "shown_on": "page_reward"}))
+    graph_dir, other_dir = tmp_path / "my_graph", tmp_path / "other_graph"
+    for target in (graph_dir, other_dir):
+        shutil.copytree(ROOT / "pages" / "azurlane", target)
     pages = _user_pack(tmp_path / "run_pack", assets)  # the pack the runs recognised pages with
     for extra in ([], ["--pages-assets", str(pages)]):
         code = main(["proposals", "accept", "LEARNED_X", "--dir", str(folder), "--graph", str(graph_dir), *extra])
@@ -226,6 +233,20 @@ def test_accept_checks_the_frames_of_error_bundles_too(world, tmp_path, capsys):
     assert main(["proposals", "accept", "LEARNED_X", "--dir", str(folder), "--graph", str(graph_dir),
                  "--pages-assets", str(tmp_path / "empty_pack")]) == 0
     assert (graph_dir / "learned_learned_x.yaml").is_file()
+    capsys.readouterr()
+
+    # The bundle frame shows the proposal's own evidence where it was cut (the screen itself): it speaks for it.
+    cv2.imwrite(str(bundle / "00_frame_0.png"), frame)
+    (folder / "clean").mkdir()
+    cv2.imwrite(str(folder / "clean" / "labelled_reward.png"), frame)  # ... but the user labelled such a frame clean
+    code = main(["proposals", "accept", "LEARNED_Y", "--dir", str(folder), "--graph", str(other_dir)])
+    err = capsys.readouterr().err
+    assert code == 2 and "labelled_reward.png" in err and "00_frame_0.png" not in err, err
+    (folder / "clean" / "labelled_reward.png").unlink()
+    assert main(["proposals", "accept", "LEARNED_Y", "--dir", str(folder), "--graph", str(other_dir)]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["bundle_sightings"] == 1 and done["checked"].get("references", 0) > 0, done
+    assert done["checked"]["references"] <= MAX_REFERENCES < len(load_graph(other_dir).pages)  # a bounded sample
 
 
 def test_a_title_band_wins_when_the_tapped_button_looks_like_the_page_beneath():
@@ -264,9 +285,22 @@ def test_the_frames_kept_for_measuring_crops_are_bounded(tmp_path):
     from engine.learning.learner import KEPT_FRAMES
 
     learner, frame = Learner(tmp_path / "p"), np.zeros((72, 128, 3), np.uint8)
-    for i in range(3 * KEPT_FRAMES):  # a long session through many pages and popups
+    for i in range(3 * KEPT_FRAMES):  # a long session through many pages (each left by a tap) and popups
         learner.looked(None, SimpleNamespace(page=f"page_{i}", popups=()), frame)
+        learner.looked(None, SimpleNamespace(page=f"page_{i}_next", popups=()), frame)
         learner.looked(None, SimpleNamespace(page=None, popups=(f"POPUP_{i}",)), frame)
-    learner.looked(None, SimpleNamespace(page=f"page_{2 * KEPT_FRAMES}", popups=()), frame)  # seen again: kept
+    for page in (f"page_{2 * KEPT_FRAMES}", "page_last"):  # seen again, and left: kept as the newest
+        learner.looked(None, SimpleNamespace(page=page, popups=()), frame)
     assert len(learner.known) == KEPT_FRAMES and len(learner.popup_frames) == KEPT_FRAMES
     assert list(learner.known)[-1] == f"page_{2 * KEPT_FRAMES}" and f"page_{3 * KEPT_FRAMES - 1}" in learner.known
+    assert "page_last" not in learner.known  # not left yet: not known to be clean
+
+
+def test_a_frame_is_clean_only_once_a_tap_on_it_went_through(tmp_path):
+    from types import SimpleNamespace
+
+    learner, frame = Learner(tmp_path / "p"), np.zeros((72, 128, 3), np.uint8)
+    for page in ("page_a", "page_a", None, "page_b", "page_b", "page_c"):
+        learner.looked(None, SimpleNamespace(page=page, popups=()), frame)
+    # page_a was followed by an unknown screen (it may have been under a dialog): only page_b was left by a tap
+    assert list(learner.known) == ["page_b"]

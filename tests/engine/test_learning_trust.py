@@ -8,6 +8,7 @@ client against tests/gemini_fake.py's FakeGemini, reached through the environmen
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,32 +48,42 @@ def drawn():
     return full, SyntheticAssets(full)
 
 
+@contextmanager
+def sessions_over(full, assets, graph_dir: Path, pack_dir: Path, folder: Path, gemini, monkeypatch):
+    """(open(policy_text) -> a session on `graph_dir` and `pack_dir` over the full simulator, its game): the vision
+    model reached through the environment as a user would configure it, waits on a fake clock."""
+    monkeypatch.setenv("GEMINI_API_KEY", "trust-test-key")
+    monkeypatch.setenv("ENGINE_VISION_BASE_URL", gemini.url)
+    monkeypatch.setenv("ENGINE_VISION_TIMEOUT", "5")
+    sessions, clock = [], FakeClock()  # waits move the clock: settles and loading cost no wall time
+    with start_embedded(full, assets=assets, clock=clock) as sim:
+
+        def open_(policy: str):
+            policy_file = folder / f"policies_{len(sessions)}.yaml"
+            policy_file.write_text(policy)
+            session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port, graph_dir=graph_dir,
+                                   assets=pack_dir, transcript_dir=folder / "run", policies_file=policy_file,
+                                   clock=clock, sleep=clock.sleep)
+            sessions.append(session)
+            return session
+
+        try:
+            yield open_, sim.game
+        finally:
+            for session in sessions:
+                session.close()
+
+
 @pytest.fixture
 def user(drawn, fake_gemini, tmp_path, monkeypatch):
     """open(policy_text) -> a session on the user's graph and pack over the full simulator."""
     full, assets = drawn
     graph_dir, pack_dir = _user_graph(tmp_path / "my_graph", HIDDEN), _user_pack(tmp_path / "my_pack", assets)
-    monkeypatch.setenv("GEMINI_API_KEY", "trust-test-key")
-    monkeypatch.setenv("ENGINE_VISION_BASE_URL", fake_gemini.url)
-    monkeypatch.setenv("ENGINE_VISION_TIMEOUT", "5")
     fake_gemini.answer = {"page": None, "popup": None, "blocking_element": "New ship", "ocr_text": "",
                           "suggested_action": "dismiss_popup_then_retry", "confidence": 0.9,
                           "tap": dismiss_point(full, HIDDEN)}
-    sessions, clock = [], FakeClock()  # waits move the clock: settles and loading cost no wall time
-    with start_embedded(full, assets=assets, clock=clock) as sim:
-
-        def open_(policy: str):
-            policy_file = tmp_path / f"policies_{len(sessions)}.yaml"
-            policy_file.write_text(policy)
-            session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port, graph_dir=graph_dir,
-                                   assets=pack_dir, transcript_dir=tmp_path / "run", policies_file=policy_file,
-                                   clock=clock, sleep=clock.sleep)
-            sessions.append(session)
-            return session
-
-        yield open_, sim.game, graph_dir, tmp_path / "run" / "proposals"
-        for session in sessions:
-            session.close()
+    with sessions_over(full, assets, graph_dir, pack_dir, tmp_path, fake_gemini, monkeypatch) as (open_, game):
+        yield open_, game, graph_dir, tmp_path / "run" / "proposals"
 
 
 def _show_and_goto(session, game, calls_before, gemini):

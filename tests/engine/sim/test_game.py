@@ -165,3 +165,31 @@ def test_azur_lane_graph_login_to_main():
     else:
         game.key(link.action.key)
     assert game.truth()["page"] == "page_main" or game.truth()["loading_target"] == "page_main"
+
+
+def test_an_overlay_no_graph_declares_swallows_input_until_its_close_box_is_tapped(game):
+    import numpy as np
+
+    from engine.sim import Overlay
+
+    image = np.full((100, 200, 3), (10, 200, 30), np.uint8)
+    later = Overlay("offer", image, (250, 50), (400, 50, 450, 100))  # its X elsewhere
+    game.show_overlay(Overlay("offer", image, (250, 50), (260, 60, 300, 100), then=later, returns="at_once"))
+    assert (game.frame()[60, 260] == (10, 200, 30)).all()
+    game.tap(*centre((220, 250, 420, 300)))  # the login link beneath it
+    game.key("back")
+    truth = game.truth()
+    assert truth["page"] == "page_login" and truth["overlays"] == ["offer"] and truth["hops"] == 0
+    game.tap(280, 80)  # its X: closed, and back at once with its X elsewhere
+    assert game.truth()["overlays"] == ["offer"]
+    game.tap(280, 80)
+    assert game.truth()["overlays"] == ["offer"]
+    game.tap(425, 75)
+    assert game.truth()["overlays"] == []
+
+    game.show_overlay(Overlay("offer", image, (250, 50), (260, 60, 300, 100), then=later, returns="next_hop"))
+    game.tap(280, 80)
+    assert game.truth()["overlays"] == []  # it waits for the next page change
+    game.tap(*centre((220, 250, 420, 300)))
+    truth = game.truth()
+    assert truth["page"] == "page_main" and truth["overlays"] == ["offer"]
