@@ -162,7 +162,7 @@ def snippet(name: str, asset: str, area: tuple[int, int, int, int]) -> str:
             f"# its signature (add to a page's or popup's signatures:)\n{signature}")
 
 
-class TemplateExists(Exception):
+class _TemplateExists(Exception):
     """A template of that name was cut before: the page must ask before it is replaced."""
 
     def __init__(self, path: Path) -> None:
@@ -199,7 +199,7 @@ def _cut(studio: Any, frame_name: str, box_value: Any, name: str, overwrite: boo
         index = DirectoryAssetPack(pack).index if (pack / INDEX_FILE).is_file() else new_index(studio.graph.server)
         existing = [p for p in (pack / ASSET_MODULE).glob(f"{name}*.png") if p.stem.split("@")[0] == name]
         if existing and not overwrite:
-            raise TemplateExists(pack / f"{asset}.png")
+            raise _TemplateExists(pack / f"{asset}.png")
         replaced = [{"path": str(p), "backup": str(keep_old(p))} for p in sorted(existing)]
         old_area = (index.get("templates", {}).get(asset) or {}).get("area")
         written = write_template(pack, Template(name=asset, frames=(crop(frame, area),), area=area), index)
@@ -220,7 +220,7 @@ async def template(request: Request) -> Response:
     try:
         return as_json(await run_in_threadpool(_cut, studio, body["frame"], body.get("box"), body["name"],
                                                body.get("overwrite") is True))
-    except TemplateExists as exc:
+    except _TemplateExists as exc:
         return error(409, str(exc), exists=str(exc.path), overwrite=False)
     except (ValueError, EngineError) as exc:
         return error(getattr(exc, "http_status", 400), str(exc))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import shutil
 import subprocess
@@ -236,6 +237,8 @@ async def events(request: Request) -> Response:
         max_seconds = float(request.query_params["max_s"]) if "max_s" in request.query_params else None
     except ValueError:
         return error(400, "max_s must be a number of seconds")
+    if max_seconds is not None and not math.isfinite(max_seconds):  # nan would never end the stream
+        return error(400, "max_s must be a finite number of seconds")
     stream = event_stream(studio.bus, studio.session.transcript, request.is_disconnected, studio.closing,
                           max_seconds=max_seconds)
     return EventStreamResponse(stream, headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

@@ -100,6 +100,7 @@ class GotoRunner:
         self.current: dict[str, Any] | None = None
         self.last: dict[str, Any] | None = None
         self._events: list[tuple[str, dict[str, Any]]] = []
+        self._count = 0
         self._finished: dict[str, dict[str, Any]] = {}
         self._thread: threading.Thread | None = None
         tools.on_event = self._on_event
@@ -110,7 +111,7 @@ class GotoRunner:
             if self.current is not None:
                 return None
             run = {"run": next(self._ids), "page": page, "tab": tab, "started": time.time()}
-            self.current, self._events = run, []
+            self.current, self._events, self._count = run, [], 0
         self._thread = threading.Thread(target=self._work, args=(run,), name=f"studio-goto-{run['run']}",
                                         daemon=True)
         self._thread.start()
@@ -126,6 +127,8 @@ class GotoRunner:
 
     def _publish(self, event: str, data: dict[str, Any]) -> None:
         with self._lock:
+            self._count += 1
+            data = {**data, "n": self._count}  # the page replays a snapshot and skips what it had already
             if len(self._events) < RUN_EVENTS:
                 self._events.append((event, data))
         self.bus.publish(event, data)
@@ -153,7 +156,8 @@ class GotoRunner:
 
     def _on_event(self, kind: str, entry: dict[str, Any]) -> None:
         run = self.current
-        ids = {"run": run["run"] if run else None, "tab": run["tab"] if run else None}
+        ids = {"run": run["run"] if run else None, "tab": run["tab"] if run else None,
+               "target": run["page"] if run else None}
         if kind == "action" and "hop" in entry:
             self._publish("hop", {**ids, "hop": entry.get("hop"), "from": entry.get("source"), "to": entry.get("to"),
                                   "action": entry.get("action")})
