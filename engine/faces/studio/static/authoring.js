@@ -120,7 +120,7 @@ function updateCutButton() {
 
 async function cutTemplate(overwrite = false) {
   const body = {frame: state.author.frame, box: state.author.box, name: $("template-name").value.trim()};
-  if (overwrite) body.overwrite = true;
+  if (overwrite === true) body.overwrite = true;
   $("overwrite-ask").hidden = true;
   try {
     const cut = await postJSON("/api/template", body);

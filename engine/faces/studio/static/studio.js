@@ -397,7 +397,7 @@ function wire() {
   window.addEventListener("mousemove", moveDrag);
   window.addEventListener("mouseup", endDrag);
   $("template-name").addEventListener("input", updateCutButton);
-  $("cut-template").addEventListener("click", cutTemplate);
+  $("cut-template").addEventListener("click", () => cutTemplate(false));  // not the click event: it would say "overwrite"
   $("test-signature").addEventListener("click", testSignature);
   $("validate").addEventListener("click", validate);
   $("bundles-refresh").addEventListener("click", loadBundles);
