@@ -48,6 +48,7 @@ function listCandidates(candidates) {
   body.replaceChildren();
   const hits = candidates.filter((c) => c.hit).length;
   $("candidates-summary").textContent = `${candidates.length} candidates, ${hits} hit`;
+  $("candidates").parentElement.scrollTop = 0;  // a new frame: its winner (or closest pages) first
   for (const c of candidates) {
     const row = el("tr", null, `candidate ${c.hit ? "hit" : "miss"}${c.chosen ? " chosen" : ""}`);
     row.dataset.name = c.name;

@@ -93,7 +93,10 @@ function onHop(data) {
 // A look of a run: the graph follows it whoever started the run; this tab's hop is ticked once a look verifies it.
 function onLook(data) {
   if (data.observed !== undefined) setObserved(data.observed);
-  if (data.believed) setBelieved(data.believed);
+  if (data.believed && data.believed !== state.believed) {
+    setBelieved(data.believed);
+    showNode(data.believed);
+  }
   if (!ours(onLook, data)) return;
   if (data.verdict !== "verified" || !data.expected) return;
   const planned = state.route.find((h) => !h.li.classList.contains("done") && h.to === data.expected);
