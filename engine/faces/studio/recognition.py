@@ -82,7 +82,7 @@ async def step_png(request: Request) -> Response:
     kept = studio_of(request).steps.get(request.path_params["seq"])
     if kept is None:
         return error(404, "that step's frame is gone: only the last looks' frames are kept")
-    ok, encoded = await run_in_threadpool(cv2.imencode, ".png", kept[0])
+    _, encoded = await run_in_threadpool(cv2.imencode, ".png", kept[0])
     return Response(encoded.tobytes(), media_type="image/png", headers=NO_STORE)
 
 

@@ -51,7 +51,7 @@ class Shield:
 
         try:
             await self.app(scope, receive, watched)
-        except Exception as exc:  # noqa: BLE001 - the page gets an answer it can show, the log gets the bug
+        except Exception as exc:  # the page gets an answer it can show, the log gets the bug
             log.exception("studio: %s %s failed", scope.get("method"), scope.get("path"))
             if started:
                 raise

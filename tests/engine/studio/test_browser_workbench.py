@@ -9,9 +9,7 @@ Each view is saved as a screenshot under tests/artifacts/studio-views/ (ignored 
 from __future__ import annotations
 
 import os
-import socket
 import threading
-import time
 from pathlib import Path
 
 import cv2
@@ -23,7 +21,14 @@ pytest.importorskip("selenium", reason="selenium is not installed: pip install -
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
-from tests.engine.studio.test_browser import ROOT, TARGET, browser, text_of, wait_for  # noqa: F401 - a fixture
+from tests.engine.studio.test_browser import (  # noqa: F401 - a fixture
+    ROOT,
+    TARGET,
+    browser,
+    serve,
+    text_of,
+    wait_for,
+)
 
 SHOTS = Path(os.environ.get("STUDIO_SHOTS", ROOT / "tests" / "artifacts" / "studio-views"))
 GATE_S = 20.0
@@ -35,8 +40,6 @@ START = "page_login"
 def served(tmp_path_factory):
     """The studio over an embedded simulator, on a free loopback port, with a gate on the device's taps (open
     unless a test closes it) so that a goto can be held in progress; yields (base URL, gate, home)."""
-    import uvicorn
-
     from engine.faces.studio.app import create_app
     from engine.runtime.session import open_session
 
@@ -63,23 +66,11 @@ def served(tmp_path_factory):
 
     device.tap = gated
     app = create_app(session, transcript_dir=home / "transcript", captures_dir=home / "captures")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="studio-uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", gate, home
+        with serve(app) as base:
+            yield base, gate, home
     finally:
         gate.set()
-        app.state.studio.close()
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
         session.close()
 
 
@@ -102,7 +93,7 @@ def node(driver, page: str):
 
 
 @pytest.fixture(scope="module")
-def page(served, browser):
+def page(served, browser):  # noqa: F811 - browser is the fixture imported above
     browser.get(served[0] + "/")
     wait_for(browser, "the graph", lambda d: d.find_elements(By.CSS_SELECTOR, "#graph g.node"))
     return browser

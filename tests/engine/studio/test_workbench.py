@@ -155,7 +155,7 @@ def test_recognition_explains_a_frame_from_every_source(client, app, session, ho
     # An error bundle's frame, and a run's look.
     bundle = session.transcript.error_bundle(home / "transcript" / "error_bundles", [("last", frame_of(session))],
                                              result={"ok": False, "status": "stuck"})
-    file = sorted(p.name for p in Path(bundle).glob("*.png"))[0]
+    file = min(p.name for p in Path(bundle).glob("*.png"))
     from_bundle = client.post("/api/recognize", json={"source": "bundle", "bundle": Path(bundle).name,
                                                       "file": file}).json()
     assert from_bundle["observation"]["page"] == page and from_bundle["frame"]["label"].endswith(file)
