@@ -384,6 +384,24 @@ class Observer:
             ambiguous=tuple(ambiguous),
         )
 
+    def score_all(self, frame: np.ndarray) -> list[tuple[Target, list[tuple[Any, Evidence | None]]]]:
+        """Every compiled check of the loading screen, every page and every popup scored on `frame`, where
+        ``observe`` stops at a target's first miss (engine.observe.explain: the studio's recognition view). An
+        OCR check after a miss is not run (None): it is slow, and the observer would not have run it either."""
+        with self._lock:
+            frame = self.prepare(frame)
+            with frame_scope(frame):
+                pyramid(frame).convert_whole()
+                targets = ([self.loading] if self.loading is not None else []) + self.pages + self.popups
+                scored = []
+                for target in targets:
+                    rows: list[tuple[Any, Evidence | None]] = []
+                    for check in target.checks:
+                        missed = any(e is not None and not e.hit for _, e in rows)
+                        rows.append((check, None if missed and check.channel == "ocr" else check.verify(frame)))
+                    scored.append((target, rows))
+                return scored
+
     def verify_page(self, frame: np.ndarray, page: str) -> tuple[bool, list[Evidence]]:
         """Whether `frame` shows `page` (its signatures only, no scan): the navigator's cheapest question."""
         target = self.page_by_name.get(page)

@@ -3,7 +3,9 @@
 ``create_app(session, graph_dir=..., assets_dir=..., transcript_dir=..., captures_dir=...)`` returns a Starlette
 app; ``python -m engine studio`` serves it on 127.0.0.1 with uvicorn. Every request must carry a loopback Host
 (127.0.0.1, localhost or [::1], any port) or it gets 403; a POST whose Origin is another site gets 403 too.
-Errors are JSON ``{"error": "...", ...}`` with a 4xx/5xx status. Frames are the graph's resolution (``info``).
+Errors are JSON ``{"error": "...", ...}`` with a 4xx status, or 503 when the device or a tool could not answer
+(never a 500: a failure no handler expected is a 503 with ``internal: true``, engine.faces.studio.replies.Shield).
+Frames are the graph's resolution (``info``). A page names its tab with a ``tab`` id (kept in sessionStorage).
 
 The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in frame pixels, x2/y2 exclusive):
 
@@ -20,11 +22,15 @@ The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in fram
                                  each node is <g class="node"><title>page_name</title>...; 503 {error} without dot
     GET  /api/route?to=P[&from=Q]  {src, dst, cost, hops: [{from, to, cost, action}], believed_page};
                                  unknown page: 404 {error, suggestions}; no route: 409 {error}
-    POST /api/goto {page}       202 {run, page}; 409 {error, run} while one runs; 404 {error, suggestions}
-    GET  /api/events[?max_s=S]  text/event-stream: `event: hop` {run, hop, from, to, action}; `event: step`
-                                 {run, kind: dismiss (popup, count) | recover (rung)}; `event: result` {run, page,
-                                 ok, status, text, observed, hops, elapsed_ms, belief}; `event: transcript`
-                                 {lines, seq}; `event: dropped` {count}; comments ": keep-alive" every 10 s
+    POST /api/goto {page, tab}  202 {run, page, tab}; 409 {error, run, mine} while one runs; 404 {error, suggestions}
+    GET  /api/run?tab=T         {current: {run, page, tab, started, mine, events: [{event, ...}]} | null,
+                                 last: T's last finished run {run, page, tab, events, result} | null}
+    GET  /api/events[?max_s=S]  text/event-stream; every run event carries {run, tab}: `event: hop` {hop, from, to,
+                                 action} (a hop tried); `event: look` {verdict, expected, observed, popups,
+                                 believed} (a hop is verified when verdict is "verified" for its page); `event: step`
+                                 {kind: dismiss (popup, count) | recover (rung)}; `event: result` {page, ok, status,
+                                 text, observed, hops, elapsed_ms, belief}; `event: transcript` {lines, seq};
+                                 `event: dropped` {count}; comments ": keep-alive" every 10 s
     GET  /api/transcript?since=SEQ&limit=N   {lines: [...], seq, enabled}: lines with seq > SEQ (the last N, N<=500)
     GET  /api/bundles           {bundles: [{name, frames, mtime}]} newest first
     GET  /api/bundles/{name}    {name, frames: [url...], transcript: [...], result: {...}|null}
@@ -33,14 +39,26 @@ The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in fram
     POST /api/upload            raw image/png or image/jpeg body, or multipart (field "file"); 8 MiB limit (413)
                                  -> {name, url, width, height}
     GET  /api/frames            {frames: [name...]} saved frames, newest first;  GET /api/frames/{name}: the PNG
-    POST /api/template {frame, box, name}  -> {path, asset, yaml, button: {name, area, asset},
-                                 signature: {type: template, asset, area, name}}; yaml is the button plus a
-                                 `signatures:` entry to paste; 400 {error} for a bad name, a box outside the
-                                 frame or smaller than 3x3, or a frame that is not at the graph's resolution
+    POST /api/template {frame, box, name[, overwrite]}  -> {path, asset, yaml, button: {name, area, asset},
+                                 signature: {type: template, asset, area, name}, replaced: [{path, backup}],
+                                 old_area}; yaml is the button plus a `signatures:` entry to paste; 409 {error,
+                                 exists} when the template exists and overwrite is not true (with it, the old
+                                 file is kept beside the new one as NAME.png.<time>.bak); 400 {error} for a bad
+                                 name, a box outside the frame or smaller than 3x3, or a frame not at the
+                                 graph's resolution
     POST /api/test-signature {signature, folder}  -> {folder, frames: [{file, hit, score, box, channel, text}],
-                                 hits, total, hit_rate}; folder is "captures[/sub]", "pack/..", "graph/..",
-                                 "transcript/.." (or a folder under captures); a button named in the signature
-                                 that the graph lacks is looked up among the templates cut here
+                                 hits, total, hit_rate, skipped}; every frame in the folder and its subfolders
+                                 (file is the path below it; at most 200, the rest counted in skipped); folder is
+                                 "captures[/sub]", "pack/..", "graph/..", "transcript/.." (or a folder under
+                                 captures); a button named in the signature that the graph lacks is looked up
+                                 among the templates cut here
+    POST /api/recognize {source: live | frame (name) | bundle (bundle, file) | step (seq)}  -> {frame: {source,
+                                 label, url}, observation, why, width, height, candidates: [{name, kind, hit,
+                                 score, strong, priority, chosen, note, signatures: [{signature, channel, hit,
+                                 score, threshold, area, search, box, text}]}]} (engine.observe.explain); a live
+                                 frame is saved in captures_dir first
+    GET  /api/steps             {steps: [{seq, label, url}]}: the frames of the last looks of the runs, by the
+                                 transcript line of the look;  GET /api/steps/{seq}.png: one of them
     GET  /api/validate          {ok, summary, problems: [{file, line, col, message, severity}]}
     GET  /api/proposals         {proposals: [{name, label, tap, area, shown_on, sightings, collision, known_pages,
                                  first_seen, last_seen, frame_url, crop_url, yaml}], warnings, folder}: the popups
@@ -75,8 +93,9 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from engine.core.errors import PathRefused
-from engine.faces.studio import authoring, live, proposals
-from engine.faces.studio.replies import error
+from engine.faces.studio import authoring, live, proposals, recognition
+from engine.faces.studio.recognition import StepFrames
+from engine.faces.studio.replies import Shield, error
 from engine.faces.studio.runs import EventBus, GotoRunner
 from engine.faces.studio.security import BodyLimit, LoopbackGuard, confine_name
 
@@ -107,6 +126,8 @@ class Studio:
     reviewing: threading.Lock = field(default_factory=threading.Lock)
     """Held while a proposal is accepted or rejected: one review at a time."""
     last_frame: tuple[int, bytes] | None = None
+    steps: StepFrames = field(default_factory=StepFrames)
+    """The frames of a run's last looks, for the recognition view."""
     svg_cache: dict = field(default_factory=dict)
 
     @property
@@ -175,6 +196,7 @@ def routes() -> list[Route]:
         Route("/api/graph.svg", live.graph_svg),
         Route("/api/route", live.route),
         Route("/api/goto", live.goto, methods=["POST"]),
+        Route("/api/run", live.run_state),
         Route("/api/events", live.events),
         Route("/api/transcript", live.transcript),
         Route("/api/bundles", live.bundles),
@@ -186,6 +208,9 @@ def routes() -> list[Route]:
         Route("/api/frames/{name}", authoring.frame_file),
         Route("/api/template", authoring.template, methods=["POST"]),
         Route("/api/test-signature", authoring.test_signature, methods=["POST"]),
+        Route("/api/recognize", recognition.recognize, methods=["POST"]),
+        Route("/api/steps", recognition.steps),
+        Route("/api/steps/{seq:int}.png", recognition.step_png),
         Route("/api/validate", authoring.validate),
         Route("/api/proposals", proposals.listing),
         Route("/api/proposals/{name}/accept", proposals.accept_one, methods=["POST"]),
@@ -219,8 +244,8 @@ def create_app(session: Any, *, graph_dir: str | Path | None = None, assets_dir:
                     pack_dir=authoring.pack_folder(assets, captures),
                     transcript_dir=Path(transcript_dir).resolve() if transcript_dir is not None else None,
                     captures_dir=captures, assets_dir=assets)
-    studio.runner = GotoRunner(session.tools, studio.bus)
-    app = Starlette(routes=routes(), middleware=[Middleware(LoopbackGuard), Middleware(BodyLimit)],
+    studio.runner = GotoRunner(session.tools, studio.bus, session.navigator, recognition.look_keeper(studio))
+    app = Starlette(routes=routes(), middleware=[Middleware(Shield), Middleware(LoopbackGuard), Middleware(BodyLimit)],
                     exception_handlers={PathRefused: _path_refused, HTTPException: _http_error})
     app.state.studio = studio
     return app

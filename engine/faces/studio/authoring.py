@@ -30,12 +30,15 @@ log = logging.getLogger(__name__)
 
 FRAME_SUFFIXES = (".png", ".jpg", ".jpeg")
 MAX_TEST_FRAMES = 200
+"""Frames one signature test reads at most (the rest are counted in ``skipped``)."""
+MAX_VISITED = 20_000
+"""Files and folders one signature test's walk looks at, at most."""
 ASSET_MODULE = "studio"
 """Templates cut here are named ``studio/NAME`` in the pack."""
 _counter = itertools.count(1)
 
 
-async def _body_json(request: Request) -> dict[str, Any] | None:
+async def body_json(request: Request) -> dict[str, Any] | None:
     try:
         body = json.loads(await request.body() or b"null")
     except (ValueError, UnicodeDecodeError):
@@ -55,7 +58,7 @@ def pack_folder(assets_dir: Path | None, captures_dir: Path) -> Path:
 # --------------------------------------------------------------------------------------------------- frames
 
 
-def _save_frame(captures: Path, frame: np.ndarray, prefix: str) -> dict[str, Any]:
+def save_frame(captures: Path, frame: np.ndarray, prefix: str) -> dict[str, Any]:
     name = f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{next(_counter):03d}.png"
     ok, encoded = cv2.imencode(".png", np.ascontiguousarray(frame))
     if not ok:
@@ -84,7 +87,9 @@ async def capture(request: Request) -> Response:
     if not result.png:
         return error(503, f"no frame: {result.text}", status=result.status)
     frame = cv2.imdecode(np.frombuffer(result.png, np.uint8), cv2.IMREAD_COLOR)
-    return as_json(await run_in_threadpool(_save_frame, studio.captures_dir, frame, "capture"))
+    if frame is None:
+        return error(503, "no frame: the device's screenshot could not be decoded", status="bad_frame")
+    return as_json(await run_in_threadpool(save_frame, studio.captures_dir, frame, "capture"))
 
 
 async def upload(request: Request) -> Response:
@@ -105,7 +110,7 @@ async def upload(request: Request) -> Response:
         frame = await run_in_threadpool(_decode, data, tuple(studio.graph.resolution))
     except (ValueError, EngineError) as exc:
         return error(400, f"refused: {exc}")
-    return as_json(await run_in_threadpool(_save_frame, studio.captures_dir, frame, "upload"))
+    return as_json(await run_in_threadpool(save_frame, studio.captures_dir, frame, "upload"))
 
 
 def _frame_names(captures: Path) -> list[str]:
@@ -125,7 +130,7 @@ async def frame_file(request: Request) -> Response:
     return Response(await run_in_threadpool(path.read_bytes), media_type=kind, headers=NO_STORE)
 
 
-def _read_frame(path: Path) -> np.ndarray:
+def read_frame(path: Path) -> np.ndarray:
     check_image_file(path)
     frame = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if frame is None:
@@ -157,11 +162,32 @@ def snippet(name: str, asset: str, area: tuple[int, int, int, int]) -> str:
             f"# its signature (add to a page's or popup's signatures:)\n{signature}")
 
 
-def _cut(studio: Any, frame_name: str, box_value: Any, name: str) -> dict[str, Any]:
+class _TemplateExists(Exception):
+    """A template of that name was cut before: the page must ask before it is replaced."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"a template {path.name} exists already ({path}): overwrite it? The old file is kept "
+                         f"beside it as a .bak")
+        self.path = path
+
+
+def keep_old(path: Path) -> Path:
+    """Move `path` aside to ``NAME.png.YYYYmmdd-HHMMSS[-N].bak`` beside it (not a .png, so no pack reads it)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = path.with_name(f"{path.name}.{stamp}.bak")
+    number = 1
+    while backup.exists():
+        number += 1
+        backup = path.with_name(f"{path.name}.{stamp}-{number}.bak")
+    path.rename(backup)
+    return backup
+
+
+def _cut(studio: Any, frame_name: str, box_value: Any, name: str, overwrite: bool = False) -> dict[str, Any]:
     from engine.config.assetpacks import INDEX_FILE, DirectoryAssetPack, crop, new_index, save_index, write_template
     from engine.config.assets import Template
 
-    frame = _read_frame(confine_name(studio.captures_dir, frame_name))
+    frame = read_frame(confine_name(studio.captures_dir, frame_name))
     height, width = frame.shape[:2]
     if (width, height) != tuple(studio.graph.resolution):
         raise ValueError(f"the frame is {width}x{height}, not the graph's {studio.graph.resolution}")
@@ -169,26 +195,35 @@ def _cut(studio: Any, frame_name: str, box_value: Any, name: str) -> dict[str, A
     asset = f"{ASSET_MODULE}/{name}"
     pack = studio.pack_dir
     pack.mkdir(parents=True, exist_ok=True)
-    index = DirectoryAssetPack(pack).index if (pack / INDEX_FILE).is_file() else new_index(studio.graph.server)
     with studio.lock:
+        index = DirectoryAssetPack(pack).index if (pack / INDEX_FILE).is_file() else new_index(studio.graph.server)
+        existing = [p for p in (pack / ASSET_MODULE).glob(f"{name}*.png") if p.stem.split("@")[0] == name]
+        if existing and not overwrite:
+            raise _TemplateExists(pack / f"{asset}.png")
+        replaced = [{"path": str(p), "backup": str(keep_old(p))} for p in sorted(existing)]
+        old_area = (index.get("templates", {}).get(asset) or {}).get("area")
         written = write_template(pack, Template(name=asset, frames=(crop(frame, area),), area=area), index)
         save_index(pack, index)
     return {"path": str(written[0]), "asset": asset, "yaml": snippet(name, asset, area),
             "button": {"name": name, "area": list(area), "asset": asset},
-            "signature": {"type": "template", "asset": asset, "area": list(area), "name": name}}
+            "signature": {"type": "template", "asset": asset, "area": list(area), "name": name},
+            "replaced": replaced, "old_area": old_area if replaced else None}
 
 
 async def template(request: Request) -> Response:
     studio = studio_of(request)
-    body = await _body_json(request)
+    body = await body_json(request)
     if body is None or not all(isinstance(body.get(k), str) for k in ("frame", "name")):
-        return error(400, 'send {"frame": NAME, "box": [x1, y1, x2, y2], "name": "BUTTON_NAME"}')
+        return error(400, 'send {"frame": NAME, "box": [x1, y1, x2, y2], "name": "BUTTON_NAME"[, "overwrite": true]}')
     if not re.match(NAME_PATTERN, body["name"]) or len(body["name"]) > 100:
         return error(400, f"name {body['name']!r} does not match the graph's name pattern {NAME_PATTERN}")
     try:
-        return as_json(await run_in_threadpool(_cut, studio, body["frame"], body.get("box"), body["name"]))
+        return as_json(await run_in_threadpool(_cut, studio, body["frame"], body.get("box"), body["name"],
+                                               body.get("overwrite") is True))
+    except _TemplateExists as exc:
+        return error(409, str(exc), exists=str(exc.path), overwrite=False)
     except (ValueError, EngineError) as exc:
-        return error(400, str(exc))
+        return error(getattr(exc, "http_status", 400), str(exc))
 
 
 # --------------------------------------------------------------------------------------------------- testing
@@ -211,36 +246,63 @@ def resolve_folder(studio: Any, folder: str) -> Path:
     return path
 
 
+def frame_files(folder: Path, limit: int = MAX_TEST_FRAMES, visit: int = MAX_VISITED,
+                skip: tuple[Path, ...] = ()) -> tuple[list[Path], int]:
+    """The frames (PNG, JPEG) in `folder` and every subfolder but `skip`, sorted by their path below it: the first
+    `limit`, and how many more were found. The walk stops after `visit` entries, follows no symlinked folder and
+    skips a file whose link leads out of `folder`."""
+    import os
+
+    root = folder.resolve()
+    skipped = {p.resolve() for p in skip} - {root}
+    found: list[Path] = []
+    seen = 0
+    for where, dirs, names in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if (Path(where) / d) not in skipped)
+        for name in sorted(names):
+            seen += 1
+            path = Path(where) / name
+            if path.suffix.lower() in FRAME_SUFFIXES and path.is_file() and path.resolve().is_relative_to(root):
+                found.append(path)
+        seen += len(dirs)
+        if seen >= visit:
+            break
+    found.sort(key=lambda p: p.relative_to(root).as_posix())
+    return found[:limit], max(0, len(found) - limit)
+
+
 def _test(studio: Any, signature: Any, folder: Path) -> dict[str, Any]:
     from verifiers.common import frame_scope
 
     pack = studio_pack(studio.pack_dir, studio.session.assets)
     check = compile_signature(signature, studio.graph, pack)
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in FRAME_SUFFIXES)
+    files, skipped = frame_files(folder, skip=(studio.pack_dir,))  # its templates are no frames
     rows = []
     observer = studio.session.observer
-    for path in files[:MAX_TEST_FRAMES]:
+    root = folder.resolve()
+    for path in files:
+        name = path.relative_to(root).as_posix()
         try:
-            frame = _read_frame(path)
+            frame = read_frame(path)
             frame = observer.prepare(frame) if observer is not None else frame
             with frame_scope(frame):
                 evidence = check.verify(frame)
         except (ValueError, EngineError) as exc:
-            rows.append({"file": path.name, "hit": False, "score": 0.0, "error": str(exc)})
+            rows.append({"file": name, "hit": False, "score": 0.0, "error": str(exc)})
             continue
-        rows.append({"file": path.name, "hit": evidence.hit, "score": round(float(evidence.score), 4),
+        rows.append({"file": name, "hit": evidence.hit, "score": round(float(evidence.score), 4),
                      "box": list(evidence.box) if evidence.box else None, "channel": evidence.channel,
                      "text": evidence.text})
     hits = sum(1 for r in rows if r["hit"])
     return {"folder": str(folder), "frames": rows, "hits": hits, "total": len(rows),
-            "hit_rate": round(hits / len(rows), 4) if rows else 0.0, "skipped": max(0, len(files) - len(rows))}
+            "hit_rate": round(hits / len(rows), 4) if rows else 0.0, "skipped": skipped}
 
 
 async def test_signature(request: Request) -> Response:
     from engine.config.schema import Signature
 
     studio = studio_of(request)
-    body = await _body_json(request)
+    body = await body_json(request)
     if body is None or not isinstance(body.get("signature"), dict):
         return error(400, 'send {"signature": {...}, "folder": "captures"}')
     try:

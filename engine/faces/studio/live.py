@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,6 +31,7 @@ DOT_TIMEOUT_S = 10.0
 TRANSCRIPT_LIMIT = 500
 SVG_CACHE = 32
 BELIEVED_FILL = "#ffd54f"
+TAB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ROUTE_COLOR = "#1e88e5"
 
 
@@ -201,11 +204,24 @@ async def goto(request: Request) -> Response:
     page, problem = _page_or_404(studio.graph, body["page"])
     if problem is not None:
         return problem
-    run = studio.runner.start(page)
+    tab = body.get("tab")
+    if tab is not None and (not isinstance(tab, str) or not TAB_ID.match(tab)):
+        return error(400, "tab must be the page's tab id (letters, digits, '-' and '_', at most 64)")
+    run = studio.runner.start(page, tab)
     if run is None:
         current = studio.runner.current or {}
-        return error(409, f"a goto to {current.get('page')} is running", run=current.get("run"))
-    return as_json({"run": run["run"], "page": page}, status=202)
+        mine = tab is not None and current.get("tab") == tab
+        return error(409, f"a goto to {current.get('page')} is running" + ("" if mine else " (another tab's)"),
+                     run=current.get("run"), mine=mine)
+    return as_json({"run": run["run"], "page": page, "tab": tab}, status=202)
+
+
+async def run_state(request: Request) -> Response:
+    """The running goto (its events so far; ``mine`` when the asking tab started it) and the tab's last one."""
+    tab = request.query_params.get("tab")
+    if tab is not None and not TAB_ID.match(tab):
+        return error(400, "tab must be the page's tab id (letters, digits, '-' and '_', at most 64)")
+    return as_json(studio_of(request).runner.snapshot(tab))
 
 
 async def _body_json(request: Request) -> Any:
@@ -221,6 +237,8 @@ async def events(request: Request) -> Response:
         max_seconds = float(request.query_params["max_s"]) if "max_s" in request.query_params else None
     except ValueError:
         return error(400, "max_s must be a number of seconds")
+    if max_seconds is not None and not math.isfinite(max_seconds):  # nan would never end the stream
+        return error(400, "max_s must be a finite number of seconds")
     stream = event_stream(studio.bus, studio.session.transcript, request.is_disconnected, studio.closing,
                           max_seconds=max_seconds)
     return EventStreamResponse(stream, headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

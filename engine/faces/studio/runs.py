@@ -29,6 +29,10 @@ KEEPALIVE_S = 10.0
 POLL_S = 0.05
 TRANSCRIPT_BATCH = 200
 """Transcript lines one ``event: transcript`` carries at most."""
+RUN_EVENTS = 500
+"""Events of the running goto kept for a tab that reattaches."""
+KEPT_TABS = 32
+"""Tabs whose last finished run is kept."""
 
 
 def sse(event: str, data: Any) -> str:
@@ -80,52 +84,95 @@ class EventBus:
 
 
 class GotoRunner:
-    """Runs one ``alas_goto`` at a time on a worker thread; its hops and result go to the bus."""
+    """Runs one ``alas_goto`` at a time on a worker thread; its hops, looks and result go to the bus.
 
-    def __init__(self, tools: Any, bus: EventBus) -> None:
-        self.tools, self.bus = tools, bus
+    A run belongs to the tab that started it (the page keeps a tab id in sessionStorage and sends it): every event
+    names the run and its tab, ``snapshot(tab)`` gives the running run with its events so far and that tab's last
+    finished run, so a reloaded tab reattaches and other tabs label the run as someone else's. `on_look` is called
+    with each look a run records (the studio keeps its frame for the recognition view).
+    """
+
+    def __init__(self, tools: Any, bus: EventBus, navigator: Any = None,
+                 on_look: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.tools, self.bus, self.navigator, self.on_look = tools, bus, navigator, on_look
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.current: dict[str, Any] | None = None
         self.last: dict[str, Any] | None = None
+        self._events: list[tuple[str, dict[str, Any]]] = []
+        self._count = 0
+        self._finished: dict[str, dict[str, Any]] = {}
         self._thread: threading.Thread | None = None
         tools.on_event = self._on_event
 
-    def start(self, page: str) -> dict[str, Any] | None:
-        """Start a goto to `page`; its run record, or None when one is running."""
+    def start(self, page: str, tab: str | None = None) -> dict[str, Any] | None:
+        """Start a goto to `page` for `tab`; its run record, or None when one is running."""
         with self._lock:
             if self.current is not None:
                 return None
-            run = {"run": next(self._ids), "page": page, "started": time.time()}
-            self.current = run
+            run = {"run": next(self._ids), "page": page, "tab": tab, "started": time.time()}
+            self.current, self._events, self._count = run, [], 0
         self._thread = threading.Thread(target=self._work, args=(run,), name=f"studio-goto-{run['run']}",
                                         daemon=True)
         self._thread.start()
         return run
 
+    def snapshot(self, tab: str | None) -> dict[str, Any]:
+        """The running run (with its events so far and whether `tab` started it) and `tab`'s last finished run."""
+        with self._lock:
+            current = dict(self.current, events=[{"event": e, **d} for e, d in self._events],
+                           mine=tab is not None and self.current.get("tab") == tab) if self.current else None
+            last = self._finished.get(tab) if tab else None
+        return {"current": current, "last": last}
+
+    def _publish(self, event: str, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._count += 1
+            data = {**data, "n": self._count}  # the page replays a snapshot and skips what it had already
+            if len(self._events) < RUN_EVENTS:
+                self._events.append((event, data))
+        self.bus.publish(event, data)
+
     def _work(self, run: dict[str, Any]) -> None:
         try:
             result = self.tools.call("alas_goto", {"page": run["page"]})
             data = result.data
-            body = {"run": run["run"], "page": run["page"], "ok": result.ok, "status": result.status,
-                    "text": result.text, "observed": data.get("observed"), "hops": data.get("hops"),
-                    "elapsed_ms": data.get("elapsed_ms"), "belief": data.get("belief")}
+            body = {"run": run["run"], "tab": run["tab"], "page": run["page"], "ok": result.ok,
+                    "status": result.status, "text": result.text, "observed": data.get("observed"),
+                    "hops": data.get("hops"), "elapsed_ms": data.get("elapsed_ms"), "belief": data.get("belief")}
         except Exception as exc:  # noqa: BLE001 - a bug still ends the run with a result the page can show
             log.exception("studio goto failed")
-            body = {"run": run["run"], "page": run["page"], "ok": False, "status": "error",
+            body = {"run": run["run"], "tab": run["tab"], "page": run["page"], "ok": False, "status": "error",
                     "text": f"{type(exc).__name__}: {exc}", "observed": None, "hops": None}
         with self._lock:
+            events = [{"event": e, **d} for e, d in self._events]
+            if run["tab"]:
+                self._finished.pop(run["tab"], None)
+                self._finished[run["tab"]] = {**run, "events": events, "result": body}
+                while len(self._finished) > KEPT_TABS:
+                    self._finished.pop(next(iter(self._finished)))
             self.current, self.last = None, body
         self.bus.publish("result", body)
 
     def _on_event(self, kind: str, entry: dict[str, Any]) -> None:
         run = self.current
-        number = run["run"] if run else None
+        ids = {"run": run["run"] if run else None, "tab": run["tab"] if run else None,
+               "target": run["page"] if run else None}
         if kind == "action" and "hop" in entry:
-            self.bus.publish("hop", {"run": number, "hop": entry.get("hop"), "from": entry.get("source"),
-                                     "to": entry.get("to"), "action": entry.get("action")})
+            self._publish("hop", {**ids, "hop": entry.get("hop"), "from": entry.get("source"), "to": entry.get("to"),
+                                  "action": entry.get("action")})
+        elif kind == "verdict":
+            # The belief moves to what a verified or mismatched look shows (engine.navigation.navigator).
+            moved = entry.get("verdict") in ("verified", "mismatch") and entry.get("observed")
+            believed = entry.get("observed") if moved else getattr(getattr(self.navigator, "belief", None),
+                                                                    "state", None)
+            self._publish("look", {**ids, "verdict": entry.get("verdict"), "expected": entry.get("expected"),
+                                   "observed": entry.get("observed"), "popups": entry.get("popups"),
+                                   "believed": believed})
         elif kind in ("dismiss", "recover"):
-            self.bus.publish("step", {"run": number, "kind": kind, **entry})
+            self._publish("step", {**ids, "kind": kind, **entry})
+        if kind == "observation" and self.on_look is not None:
+            self.on_look(entry)
 
     def wait(self, timeout: float) -> None:
         thread = self._thread

@@ -13,6 +13,7 @@ import shutil
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import cv2
@@ -60,11 +61,33 @@ def propose_popup(session, folder: Path) -> None:
     assert path.stem == PROPOSAL
 
 
+@contextmanager
+def serve(app):
+    """`app` served by uvicorn on a free 127.0.0.1 port in a thread; yields its base URL, then closes the studio
+    and stops the server."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="studio-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        app.state.studio.close()
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """The studio over an embedded simulator session, served on a free 127.0.0.1 port; yields its base URL."""
-    import uvicorn
-
     from engine.core.paths import builtin_graph_dir
     from engine.faces.studio.app import create_app
     from engine.runtime.session import open_session
@@ -80,23 +103,10 @@ def served(tmp_path_factory):
                                     result={"ok": False, "status": "stuck", "text": "a made-up failure"})
     propose_popup(session, home / "transcript" / "proposals")
     app = create_app(session, graph_dir=graph, transcript_dir=home / "transcript", captures_dir=home / "captures")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="studio-uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        with serve(app) as base:
+            yield base
     finally:
-        app.state.studio.close()
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
         session.close()
 
 

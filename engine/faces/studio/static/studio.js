@@ -1,4 +1,6 @@
-// The graph studio page: plain JavaScript against the JSON API listed in engine/faces/studio/app.py.
+// The graph studio page: plain JavaScript against the JSON API listed in engine/faces/studio/app.py. This file holds
+// the helpers, the message log, the live view, the graph and its runs, the transcript and the error bundles;
+// authoring.js, recognize.js and proposals.js hold one panel each and are loaded before it.
 // Every piece of text from the server reaches the page through textContent, never innerHTML; the one exception is
 // the graph's SVG, which our own server draws with graphviz and which is parsed as XML (its scripts never run).
 "use strict";
@@ -9,15 +11,21 @@ const LIVE_BUSY_PAUSE_MS = 900;  // slower while a goto has the device
 const TRANSCRIPT_KEEP = 400;     // lines kept in the tail
 const GRAPH_ZOOM = 0.6;          // a big graph is unreadable when fitted; start at 60 % and scroll
 const PT_TO_PX = 4 / 3;          // graphviz sizes its SVG in points
+const LOG_KEEP = 500;            // messages kept in the log panel
+const LOG_SAVED = 200;           // of which a reload keeps (sessionStorage)
+const TAB = tabId();             // this tab's id: a run belongs to the tab that started it
 
 const state = {
   info: null,
   believed: null,
+  observed: null,
   live: true,
   liveTimer: null,
   route: [],          // planned hops of the goto being watched: [{from, to, action, li}]
-  run: null,          // id of the goto being watched; "pending" until POST /api/goto answers
+  run: null,          // id of this tab's goto being watched; "pending" until POST /api/goto (or /api/run) answers
+  runSeen: 0,         // the last event number (n) of that run shown: a replayed snapshot skips what was shown
   early: [],          // events that arrived while the run was pending: [handler, data]
+  log: [],            // the messages kept for a reload: [{t, level, text, n}]
   author: {frame: null, width: 0, height: 0, box: null, drag: null},
   transcriptSeq: 0,
   zoom: GRAPH_ZOOM,   // a scale, or null to fit the panel's width
@@ -27,10 +35,65 @@ const $ = (id) => document.getElementById(id);
 
 // ------------------------------------------------------------------------------------------------ helpers
 
+// The tab's id, kept in sessionStorage: it survives a reload of this tab, and every other tab has its own.
+function tabId() {
+  const key = "studio-tab";
+  let id = sessionStorage.getItem(key);
+  if (!id || !/^[A-Za-z0-9_-]{1,64}$/.test(id)) {
+    id = window.crypto && crypto.randomUUID ? crypto.randomUUID() : `t${Date.now()}${Math.random().toString(36).slice(2)}`;
+    sessionStorage.setItem(key, id);
+  }
+  return id;
+}
+
+// A message: shown on the top line, and kept in the log panel (a repeat of the last one counts up instead).
 function say(text, isError = false) {
   const line = $("message");
   line.textContent = text;
   line.classList.toggle("error", isError);
+  addLog(text, isError ? "error" : "info");
+}
+
+function addLog(text, level, when = Date.now(), count = 1, save = true) {
+  const list = $("log");
+  const last = list.lastElementChild;
+  if (last && last.dataset.text === text && last.dataset.level === level) {
+    last.dataset.count = String(Number(last.dataset.count) + count);
+    last.querySelector(".count").textContent = ` ×${last.dataset.count}`;
+    last.querySelector("time").textContent = new Date(when).toLocaleTimeString();
+    if (state.log.length) Object.assign(state.log[state.log.length - 1], {t: when, n: Number(last.dataset.count)});
+  } else {
+    const li = el("li", null, `log-${level}`);
+    Object.assign(li.dataset, {text, level, count: String(count)});
+    li.append(el("time", new Date(when).toLocaleTimeString()), el("span", text, "text"),
+      el("span", count > 1 ? ` ×${count}` : "", "count"));
+    list.append(li);
+    while (list.childElementCount > LOG_KEEP) list.firstElementChild.remove();
+    state.log.push({t: when, level, text, n: count});
+    state.log.splice(0, Math.max(0, state.log.length - LOG_SAVED));
+  }
+  $("log-count").textContent = String(list.childElementCount);
+  if ($("log-follow").checked) list.scrollTop = list.scrollHeight;
+  if (save) {
+    try {
+      sessionStorage.setItem("studio-log", JSON.stringify(state.log));
+    } catch (error) {
+      console.warn("the log could not be saved", error);
+    }
+  }
+}
+
+function restoreLog() {
+  let saved = [];
+  try {
+    saved = JSON.parse(sessionStorage.getItem("studio-log") || "[]");
+  } catch (error) {
+    saved = [];
+  }
+  for (const entry of Array.isArray(saved) ? saved : []) {
+    if (entry && typeof entry.text === "string") addLog(entry.text, entry.level === "error" ? "error" : "info",
+      Number(entry.t) || Date.now(), Number(entry.n) || 1, false);
+  }
 }
 
 async function api(path, options = {}) {
@@ -103,12 +166,24 @@ async function loadInfo() {
   if (info.unavailable) say(info.unavailable, true);
 }
 
+// The graph follows the device: the believed page filled, the observed page outlined.
+function markPages() {
+  for (const node of document.querySelectorAll("#graph g.node")) {
+    node.classList.toggle("believed", node.dataset.page === state.believed);
+    node.classList.toggle("observed", node.dataset.page === state.observed);
+  }
+}
+
 function setBelieved(page) {
   state.believed = page || null;
   $("believed-page").textContent = page || "unknown";
-  for (const node of document.querySelectorAll("#graph g.node")) {
-    node.classList.toggle("believed", node.dataset.page === state.believed);
-  }
+  markPages();
+}
+
+function setObserved(page) {
+  state.observed = page || null;
+  $("observed-page").textContent = page || "none";
+  markPages();
 }
 
 // ------------------------------------------------------------------------------------------------ live view
@@ -123,6 +198,7 @@ async function liveStep() {
     showObservation(obs);
   } catch (error) {
     $("obs-state").textContent = `no observation: ${error.message}`;
+    addLog(`live view: ${error.message}`, "error");
     busy = true;
   }
   return busy;
@@ -176,6 +252,7 @@ function showObservation(obs) {
   if (obs.busy) flags.push("busy (a goto runs)");
   $("obs-state").textContent = flags.join("; ") || "ok";
   $("looks-per-second").textContent = String(obs.looks_per_second ?? 0);
+  if (obs.page !== state.observed) setObserved(obs.page);
   if (obs.believed_page !== state.believed) {
     setBelieved(obs.believed_page);
     showNode(obs.believed_page);
@@ -241,7 +318,7 @@ async function loadGraph() {
     if (title) group.dataset.edge = title.textContent.trim();
   }
   applyZoom();
-  setBelieved(state.believed);
+  markPages();
   showNode(state.believed);
 }
 
@@ -285,13 +362,7 @@ async function showRoute(page) {
   $("route-target").textContent = `→ ${page}`;
   try {
     const planned = await api(`/api/route?to=${encodeURIComponent(page)}`);
-    for (const hop of planned.hops || []) {
-      const li = el("li", `${hop.from} → ${hop.to}  ${describeAction(hop.action)}`, "planned");
-      li.dataset.from = hop.from;
-      li.dataset.to = hop.to;
-      list.append(li);
-      state.route.push({...hop, li});
-    }
+    for (const hop of planned.hops || []) addPlanned(hop);
     if (!(planned.hops || []).length) list.append(el("li", "already there", "planned"));
     markRoute([planned.src, ...(planned.hops || []).map((h) => h.to)], page);
   } catch (error) {
@@ -299,443 +370,22 @@ async function showRoute(page) {
   }
 }
 
-async function startGoto(page) {
-  await showRoute(page);
-  $("hops").replaceChildren();
-  const result = $("goto-result");
-  result.className = "running";
-  result.textContent = `going to ${page}…`;
-  state.run = "pending";
-  state.early = [];
-  try {
-    const started = await postJSON("/api/goto", {page});
-    state.run = started.run;
-    $("goto-run").textContent = `run ${started.run}`;
-    say(`goto ${page} started (run ${started.run})`);
-    for (const [handler, data] of state.early.splice(0)) handler(data);
-  } catch (error) {
-    state.run = null;
-    result.className = "fail";
-    result.textContent = error.message;
-    say(error.message, true);
-  }
-}
-
-// True when an event belongs to another run than the one watched; one that comes before POST /api/goto has
-// answered (the worker thread can be quicker than the response) is kept and replayed.
-function notOurs(handler, data) {
-  if (state.run === "pending") {
-    state.early.push([handler, data]);
-    return true;
-  }
-  return state.run !== null && data.run !== state.run;
-}
-
-function onHop(data) {
-  if (notOurs(onHop, data)) return;
-  const li = el("li", `${data.from ?? "?"} → ${data.to}  ${describeAction(data.action)}`, "hop");
-  li.dataset.to = data.to;
-  $("hops").append(li);
-  const planned = state.route.find((h) => !h.li.classList.contains("done") && h.to === data.to);
-  if (planned) planned.li.classList.add("done");
-}
-
-function onStep(data) {
-  if (notOurs(onStep, data)) return;
-  const what = data.kind === "dismiss" ? `dismissed ${data.popup || data.name || "a popup"}` : `unknown screen: trying ${data.rung || ""}`;
-  $("hops").append(el("li", what, "step"));
-}
-
-function onResult(data) {
-  if (notOurs(onResult, data)) return;
-  const result = $("goto-result");
-  const hops = data.hops ?? $("hops").querySelectorAll("li.hop").length;
-  const ms = typeof data.elapsed_ms === "number" ? ` in ${Math.round(data.elapsed_ms)} ms` : "";
-  if (data.ok) {
-    result.className = "ok";
-    result.textContent = `verified: ${data.observed || data.page} (${hops} hops${ms})`;
-    for (const hop of state.route) hop.li.classList.add("done");
-    setBelieved(data.observed || data.page);
-  } else {
-    result.className = "fail";
-    result.textContent = `${data.status}: ${data.text || "failed"}`;
-  }
-  result.dataset.run = String(data.run);
-  markRoute([], null);
-  say(result.textContent, !data.ok);
-}
-
-function connectEvents() {
-  const source = new EventSource("/api/events");
-  const parse = (handler) => (event) => {
-    try {
-      handler(JSON.parse(event.data));
-    } catch (error) {
-      console.error("bad event", event.type, error);
-    }
-  };
-  source.addEventListener("hop", parse(onHop));
-  source.addEventListener("step", parse(onStep));
-  source.addEventListener("result", parse(onResult));
-  source.addEventListener("transcript", parse((data) => addTranscript(data.lines || [])));
-  source.addEventListener("dropped", parse((data) => say(`${data.count} events were dropped (slow page)`, true)));
-  source.onopen = () => document.body.classList.add("connected");
-  source.onerror = () => document.body.classList.remove("connected");
-}
-
-// ------------------------------------------------------------------------------------------------ transcript
-
-function summarise(line) {
-  const skip = new Set(["seq", "ts", "kind"]);
-  const parts = [];
-  for (const [key, value] of Object.entries(line)) {
-    if (skip.has(key) || value === null || value === undefined) continue;
-    const text = typeof value === "object" ? JSON.stringify(value) : String(value);
-    parts.push(`${key}=${text.length > 120 ? text.slice(0, 117) + "…" : text}`);
-  }
-  return parts.join(" ");
-}
-
-function transcriptLine(line) {
-  const bad = line.ok === false || /fail|error|stuck/.test(String(line.kind)) ;
-  const row = el("div", null, bad ? "tline bad" : "tline");
-  row.append(el("span", line.seq, "seq"), el("span", line.kind, "kind"), el("span", summarise(line), "rest"));
-  return row;
-}
-
-function addTranscript(lines) {
-  const tail = $("transcript");
-  const fresh = lines.filter((line) => Number(line.seq || 0) > state.transcriptSeq);
-  if (!fresh.length) return;
-  if (tail.querySelector("p.muted")) tail.replaceChildren();
-  for (const line of fresh) {
-    tail.append(transcriptLine(line));
-    state.transcriptSeq = Math.max(state.transcriptSeq, Number(line.seq || 0));
-  }
-  while (tail.childElementCount > TRANSCRIPT_KEEP) tail.firstElementChild.remove();
-  if (fresh.some((line) => /^(proposal|learned_demoted)/.test(String(line.kind)))) loadProposals();
-  if ($("transcript-follow").checked) tail.scrollTop = tail.scrollHeight;
-}
-
-async function loadTranscript() {
-  try {
-    const body = await api("/api/transcript?since=0&limit=200");
-    if (!body.enabled) {
-      $("transcript").replaceChildren(el("p", "this session writes no transcript", "muted"));
-      return;
-    }
-    addTranscript(body.lines || []);
-  } catch (error) {
-    $("transcript").replaceChildren(el("p", `no transcript: ${error.message}`, "muted"));
-  }
-}
-
-// ------------------------------------------------------------------------------------------------ bundles
-
-async function loadBundles() {
-  const list = $("bundles");
-  list.replaceChildren();
-  try {
-    const body = await api("/api/bundles");
-    if (!body.bundles.length) list.append(el("li", "no error bundles", "muted"));
-    for (const bundle of body.bundles) {
-      const li = el("li");
-      const link = el("a", bundle.name);
-      link.addEventListener("click", () => openBundle(bundle.name));
-      li.append(link, el("span", `  ${bundle.frames} frames, ${new Date(bundle.mtime * 1000).toLocaleString()}`, "muted"));
-      list.append(li);
-    }
-  } catch (error) {
-    list.append(el("li", error.message, "muted"));
-  }
-}
-
-async function openBundle(name) {
-  try {
-    const bundle = await api(`/api/bundles/${encodeURIComponent(name)}`);
-    $("bundle-view").hidden = false;
-    $("bundle-name").textContent = bundle.result ? `${bundle.name}: ${summarise(bundle.result)}` : bundle.name;
-    const frames = $("bundle-frames");
-    frames.replaceChildren();
-    for (const url of bundle.frames) {
-      const img = el("img");
-      img.src = url;
-      img.alt = url.split("/").pop();
-      img.title = img.alt;
-      frames.append(img);
-    }
-    $("bundle-transcript").textContent = bundle.transcript.map((l) => `${l.seq} ${l.kind} ${summarise(l)}`).join("\n");
-  } catch (error) {
-    say(error.message, true);
-  }
-}
-
-// ------------------------------------------------------------------------------------------------ proposals
-
-async function loadProposals() {
-  const holder = $("proposals");
-  try {
-    const body = await api("/api/proposals");
-    const notes = [body.note || (body.folder ? `waiting in ${body.folder}` : ""), ...(body.warnings || [])];
-    $("proposals-note").textContent = notes.filter(Boolean).join("  ·  ");
-    holder.replaceChildren(...body.proposals.map(proposalCard));
-    if (!body.proposals.length) holder.append(el("p", "no proposal waits for review", "muted"));
-    holder.dataset.count = String(body.proposals.length);
-  } catch (error) {
-    holder.replaceChildren(el("p", `no proposals: ${error.message}`, "muted"));
-  }
-}
-
-// The frame with the crop's area outlined and the tap marked, in frame pixels (the SVG is scaled with the image).
-function proposalStage(p) {
-  const [width, height] = (state.info && state.info.resolution) || [1280, 720];
-  const stage = el("div", null, "stage proposal-stage");
-  const img = el("img", null, "proposal-frame");
-  img.alt = `${p.name}: the screen it was learned on`;
-  const overlay = svgEl("svg", {class: "proposal-overlay", viewBox: `0 0 ${width} ${height}`,
-    preserveAspectRatio: "none"});
-  img.onload = () => overlay.setAttribute("viewBox", `0 0 ${img.naturalWidth} ${img.naturalHeight}`);
-  if (p.frame_url) img.src = p.frame_url;
-  if (Array.isArray(p.area) && p.area.length === 4) {
-    const [x1, y1, x2, y2] = p.area;
-    overlay.append(svgEl("rect", {class: "area", x: x1, y: y1, width: x2 - x1, height: y2 - y1}));
-  }
-  if (Array.isArray(p.tap) && p.tap.length === 2) {
-    const [x, y] = p.tap;
-    overlay.append(svgEl("circle", {class: "tap", cx: x, cy: y, r: 9}),
-      svgEl("path", {class: "tap", d: `M ${x - 16} ${y} H ${x + 16} M ${x} ${y - 16} V ${y + 16}`}));
-  }
-  stage.append(img, overlay);
-  return stage;
-}
-
-function proposalCard(p) {
-  const card = el("article", null, "proposal");
-  card.dataset.name = p.name;
-  const side = el("div", null, "proposal-side");
-  const crop = el("img", null, "proposal-crop");
-  crop.alt = `${p.name}: its template crop`;
-  if (p.crop_url) crop.src = p.crop_url;
-  const facts = el("dl", null, "facts proposal-facts");
-  const rows = [["name", p.name], ["label", p.label], ["shown on", p.shown_on], ["sightings", p.sightings],
-    ["collision", fmtScore(p.collision)], ["tap", fmtBox(p.tap)], ["area", fmtBox(p.area)],
-    ["last seen", p.last_seen]];
-  for (const [key, value] of rows) facts.append(el("dt", key), el("dd", value ?? "–"));
-  const accept = el("button", "Accept", "accept");
-  const reject = el("button", "Reject", "reject");
-  accept.type = reject.type = "button";
-  accept.disabled = !p.yaml;
-  accept.addEventListener("click", () => reviewProposal(p.name, "accept", card));
-  reject.addEventListener("click", () => reviewProposal(p.name, "reject", card));
-  const buttons = el("div", null, "row");
-  buttons.append(accept, reject);
-  side.append(crop, facts, el("pre", p.yaml || "", "snippet proposal-yaml"), buttons);
-  card.append(proposalStage(p), side);
-  return card;
-}
-
-async function reviewProposal(name, verb, card) {
-  for (const button of card.querySelectorAll("button")) button.disabled = true;
-  const status = $("proposals-status");
-  const fired = $("proposals-fired");
-  fired.replaceChildren();
-  status.className = "";
-  status.textContent = `${verb === "accept" ? "accepting" : "rejecting"} ${name}…`;
-  try {
-    const done = await api(`/api/proposals/${encodeURIComponent(name)}/${verb}`, {method: "POST"});
-    status.className = "ok";
-    status.textContent = verb === "reject" ? `rejected ${done.rejected}` : `accepted ${done.accepted}: written to ` +
-      `${done.graph_file}; ${done.adopted ? "the live session uses it now" : "a new session will use it"}`;
-  } catch (error) {
-    status.className = "fail";
-    status.textContent = `${verb} ${name}: ${error.message}`;
-    for (const where of (error.body && error.body.fired) || []) fired.append(el("li", where));
-  }
-  say(status.textContent, status.className === "fail");
-  await loadProposals();
-  if (verb === "accept") loadInfo().catch(() => {});  // the graph's popups changed
-}
-
-// ------------------------------------------------------------------------------------------------ authoring
-
-function useFrame(saved) {
-  const author = state.author;
-  author.frame = saved.name;
-  author.width = saved.width || 0;
-  author.height = saved.height || 0;
-  author.box = null;
-  const img = $("author-frame");
-  img.onload = () => {
-    author.width = img.naturalWidth;
-    author.height = img.naturalHeight;
-    const overlay = $("author-overlay");
-    overlay.setAttribute("viewBox", `0 0 ${author.width} ${author.height}`);
-    overlay.setAttribute("preserveAspectRatio", "none");
-    $("author-stage").classList.add("loaded");
-    drawBox(null);
-  };
-  img.src = saved.url || `/api/frames/${encodeURIComponent(saved.name)}`;
-  $("author-frame-name").textContent = saved.name;
-  loadFrameList(saved.name);
-}
-
-async function capture() {
-  try {
-    useFrame(await api("/api/capture", {method: "POST"}));
-    say("captured the screen");
-  } catch (error) {
-    say(`capture failed: ${error.message}`, true);
-  }
-}
-
-async function upload(event) {
-  const file = event.target.files[0];
-  if (!file) return;
-  try {
-    const saved = await api("/api/upload", {method: "POST", headers: {"Content-Type": file.type || "image/png"}, body: file});
-    useFrame(saved);
-    say(`uploaded ${file.name}`);
-  } catch (error) {
-    say(`upload failed: ${error.message}`, true);
-  } finally {
-    event.target.value = "";
-  }
-}
-
-async function loadFrameList(selected) {
-  try {
-    const body = await api("/api/frames");
-    const list = $("frame-list");
-    list.replaceChildren(el("option", "saved frames…"));
-    list.firstElementChild.value = "";
-    for (const name of body.frames) {
-      const option = el("option", name);
-      option.value = name;
-      option.selected = name === selected;
-      list.append(option);
-    }
-  } catch (error) {
-    say(error.message, true);
-  }
-}
-
-function framePoint(event) {
-  const img = $("author-frame");
-  const rect = img.getBoundingClientRect();
-  const {width, height} = state.author;
-  const x = Math.round(((event.clientX - rect.left) / rect.width) * width);
-  const y = Math.round(((event.clientY - rect.top) / rect.height) * height);
-  return [Math.min(Math.max(x, 0), width), Math.min(Math.max(y, 0), height)];
-}
-
-function boxOf(a, b) {
-  return [Math.min(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[0], b[0]), Math.max(a[1], b[1])];
-}
-
-function drawBox(box) {
-  const rect = $("author-box");
-  const [x1, y1, x2, y2] = box || [0, 0, 0, 0];
-  rect.setAttribute("x", x1);
-  rect.setAttribute("y", y1);
-  rect.setAttribute("width", x2 - x1);
-  rect.setAttribute("height", y2 - y1);
-  $("box-coords").textContent = box ? `[${box.join(", ")}]  ${x2 - x1}×${y2 - y1}` : "none";
-  updateCutButton();
-}
-
-function startDrag(event) {
-  if (!state.author.frame || !state.author.width || event.button !== 0) return;
-  event.preventDefault();
-  state.author.drag = framePoint(event);
-  drawBox(boxOf(state.author.drag, state.author.drag));
-}
-
-function moveDrag(event) {
-  if (!state.author.drag) return;
-  drawBox(boxOf(state.author.drag, framePoint(event)));
-}
-
-function endDrag(event) {
-  if (!state.author.drag) return;
-  const box = boxOf(state.author.drag, framePoint(event));
-  state.author.drag = null;
-  const big = box[2] - box[0] >= 2 && box[3] - box[1] >= 2;
-  state.author.box = big ? box : null;
-  drawBox(state.author.box);
-}
-
-function updateCutButton() {
-  const name = $("template-name").value.trim();
-  const ok = Boolean(state.author.frame && state.author.box && /^[A-Za-z_][A-Za-z0-9_.-]*$/.test(name));
-  $("cut-template").disabled = !ok;
-}
-
-async function cutTemplate() {
-  const body = {frame: state.author.frame, box: state.author.box, name: $("template-name").value.trim()};
-  try {
-    const cut = await postJSON("/api/template", body);
-    $("yaml-snippet").textContent = cut.yaml;
-    $("template-path").textContent = `written to ${cut.path}`;
-    if (cut.signature) $("signature-json").value = prettyJSON(cut.signature);
-    say(`cut ${body.name}: paste the YAML into the graph`);
-  } catch (error) {
-    $("yaml-snippet").textContent = "";
-    say(`cut failed: ${error.message}`, true);
-  }
-}
-
-async function testSignature() {
-  let signature;
-  try {
-    signature = JSON.parse($("signature-json").value);
-  } catch (error) {
-    say(`the signature is not JSON: ${error.message}`, true);
-    return;
-  }
-  const summary = $("signature-summary");
-  const rows = $("signature-results").tBodies[0];
-  rows.replaceChildren();
-  summary.className = "";
-  summary.textContent = "testing…";
-  try {
-    const result = await postJSON("/api/test-signature", {signature, folder: $("signature-folder").value.trim()});
-    summary.textContent = `${result.hits}/${result.total} hit (${Math.round(result.hit_rate * 100)}%)`;
-    summary.className = result.total && result.hits === result.total ? "ok" : "";
-    for (const frame of result.frames) {
-      const row = el("tr", null, frame.hit ? "hit" : "miss");
-      row.append(el("td", frame.hit ? "✓" : "✗", "mark"), el("td", frame.file), el("td", fmtScore(frame.score)),
-        el("td", fmtBox(frame.box)));
-      rows.append(row);
-    }
-  } catch (error) {
-    summary.textContent = error.message;
-    summary.className = "fail";
-  }
-}
-
-async function validate() {
-  const summary = $("validate-summary");
-  const list = $("problems");
-  list.replaceChildren();
-  summary.textContent = "validating…";
-  try {
-    const result = await api("/api/validate");
-    summary.textContent = result.summary || (result.ok ? "ok" : `${result.problems.length} problems`);
-    summary.className = result.ok ? "ok" : "fail";
-    for (const p of result.problems) {
-      const where = [p.file, p.line, p.col].filter((v) => v !== null && v !== undefined && v !== "").join(":");
-      list.append(el("li", `${where}: ${p.message}`, p.severity === "warning" ? "warning" : "error"));
-    }
-  } catch (error) {
-    summary.textContent = error.message;
-    summary.className = "fail";
-  }
-}
-
 // ------------------------------------------------------------------------------------------------ start
 
 function wire() {
   $("live-toggle").addEventListener("click", toggleLive);
+  $("log-clear").addEventListener("click", () => {
+    $("log").replaceChildren();
+    state.log = [];
+    sessionStorage.removeItem("studio-log");
+    $("log-count").textContent = "0";
+  });
+  $("overwrite-yes").addEventListener("click", () => cutTemplate(true));
+  $("overwrite-no").addEventListener("click", () => {
+    $("overwrite-ask").hidden = true;
+    say("kept the existing template: choose another name to cut a new one");
+  });
+  wireRecognition();
   $("capture").addEventListener("click", capture);
   $("upload-file").addEventListener("change", upload);
   $("frame-list").addEventListener("change", (event) => {
@@ -747,7 +397,7 @@ function wire() {
   window.addEventListener("mousemove", moveDrag);
   window.addEventListener("mouseup", endDrag);
   $("template-name").addEventListener("input", updateCutButton);
-  $("cut-template").addEventListener("click", cutTemplate);
+  $("cut-template").addEventListener("click", () => cutTemplate(false));  // not the click event: it would say "overwrite"
   $("test-signature").addEventListener("click", testSignature);
   $("validate").addEventListener("click", validate);
   $("bundles-refresh").addEventListener("click", loadBundles);
@@ -760,17 +410,20 @@ function wire() {
 
 async function start() {
   wire();
+  restoreLog();
   try {
     await loadInfo();
   } catch (error) {
     say(`the studio server did not answer: ${error.message}`, true);
   }
   connectEvents();
+  await reattach();
   loadGraph();
   loadTranscript();
   loadBundles();
   loadProposals();
   loadFrameList();
+  loadSteps();
   liveLoop();
 }
 
