@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from engine.config.schema import Model, Name
 from engine.config.yamlmessages import problems_from_validation_error
@@ -65,8 +65,17 @@ def parse_zone(text: str) -> tzinfo:
             from None
 
 
+def _clock(value: str) -> str:
+    if not isinstance(value, str) or not re.match(CLOCK, value):
+        raise ValueError(f"{value!r} is not a time of day: write HH:MM, 00:00 to 23:59")
+    return value
+
+
+ClockTime = Annotated[str, AfterValidator(_clock)]
+
+
 class Reset(Model):
-    at: Annotated[str, Field(pattern=CLOCK, description="The reset's time of day on the server, HH:MM.")] = "00:00"
+    at: ClockTime = Field("00:00", description="The reset's time of day on the server, HH:MM.")
     zone: str = Field(description="UTC+HH:MM or an IANA time zone name.")
 
     @field_validator("zone")
@@ -77,7 +86,7 @@ class Reset(Model):
 
 
 class Due(Model):
-    reset: bool | list[Annotated[str, Field(pattern=CLOCK)]] | None = Field(
+    reset: bool | list[ClockTime] | None = Field(
         None, description="true: the server's daily reset; a list: these server times of day.")
     every: float | None = Field(None, gt=0, le=7 * 86400, description="Seconds after a run.")
     reported: Name | None = Field(

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError
 
@@ -84,6 +85,10 @@ class Notifier:
             self.urls[channel] = [urls] if isinstance(urls, str) else list(urls)
             for url in self.urls[channel]:
                 add_secret(url)
+                parts = urlsplit(url)  # libraries below Apprise log paths and hosts without the scheme
+                for part in (parts.netloc, parts.path.strip("/"), parts.query, parts.password):
+                    if part and len(part) >= 8:
+                        add_secret(part)
         self.sent: list[tuple[str, str]] = []
         """(channel, title) of every message handed to Apprise, for status and tests."""
         self.held_back = 0
@@ -92,7 +97,8 @@ class Notifier:
         self._queue: queue.Queue = queue.Queue(QUEUE_SIZE)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        logging.getLogger("apprise").setLevel(logging.WARNING)  # its debug lines name the URLs
+        for noisy in ("apprise", "urllib3"):  # their debug lines name the URLs
+            logging.getLogger(noisy).setLevel(logging.WARNING)
 
     def send(self, channel: str, title: str, body: str, device: str | None = None) -> bool:
         """Queue a message on `channel` (about `device`); False when the channel has no URL or the rate limit holds

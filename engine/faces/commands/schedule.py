@@ -65,6 +65,9 @@ def _run(args: argparse.Namespace) -> int:
     serials = _devices(args)
     args.serial = args.serial or serials[0]  # the session options are checked as for one of the devices
     check_session_arguments(args)
+    progress = logging.getLogger("engine.runtime.scheduler")
+    if progress.getEffectiveLevel() > logging.INFO:
+        progress.setLevel(logging.INFO)  # each run and its outcome is the progress on stderr
     store = _store(args)
     notify_file = args.notify or os.environ.get("ENGINE_NOTIFY") or str(store.path.parent / "notify.yaml")
     notifier = Notifier(load_notify(notify_file))

@@ -93,7 +93,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from engine.core.errors import PathRefused
-from engine.faces.studio import authoring, live, proposals, recognition
+from engine.faces.studio import authoring, live, proposals, recognition, schedule
 from engine.faces.studio.recognition import StepFrames
 from engine.faces.studio.replies import Shield, error
 from engine.faces.studio.runs import EventBus, GotoRunner
@@ -213,6 +213,7 @@ def routes() -> list[Route]:
         Route("/api/steps/{seq:int}.png", recognition.step_png),
         Route("/api/validate", authoring.validate),
         Route("/api/proposals", proposals.listing),
+        Route("/api/schedule", schedule.status),
         Route("/api/proposals/{name}/accept", proposals.accept_one, methods=["POST"]),
         Route("/api/proposals/{name}/reject", proposals.reject_one, methods=["POST"]),
         Route("/api/proposals/{name}/frame.png", proposals.frame_png),

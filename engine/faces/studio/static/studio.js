@@ -422,6 +422,7 @@ async function start() {
   loadTranscript();
   loadBundles();
   loadProposals();
+  loadSchedule();
   loadFrameList();
   loadSteps();
   liveLoop();

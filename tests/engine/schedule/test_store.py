@@ -1,0 +1,148 @@
+"""The schedule's SQLite state: a due time is claimed once, whatever crashes or how many processes share the file."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.core.errors import ScheduleError
+from engine.schedule import store as store_module
+from engine.schedule.store import Store, new_owner
+
+NOW = 1_800_000_000.0
+
+
+def _claimer(path: str, tasks: int, start: multiprocessing.Event, out: multiprocessing.Queue) -> None:
+    store, owner = Store(path), new_owner()
+    start.wait(10)
+    won = []
+    for i in range(tasks):
+        claim = store.claim("dev", f"t{i}", NOW, owner, NOW + 1)
+        if claim is not None:
+            store.finish(claim, started=NOW, now=NOW + 1, status="verified", ok=True, text="", next_run=NOW + 60,
+                         failures=0, reason=None)
+            won.append(i)
+    out.put(won)
+
+
+def test_four_processes_racing_for_forty_due_times_run_each_exactly_once(tmp_path):
+    path = str(tmp_path / "s.sqlite3")
+    store = Store(path)
+    store.ensure_tasks("dev", [f"t{i}" for i in range(40)], NOW)
+    ctx = multiprocessing.get_context("spawn")
+    start, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_claimer, args=(path, 40, start, out)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    start.set()
+    won = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(10)
+    flat = sorted(i for w in won for i in w)
+    assert flat == list(range(40))  # every due time once, none twice
+    history = store.history()
+    assert len(history) == 40 and len({(r["task"], r["due"]) for r in history}) == 40
+
+
+def test_a_claim_whose_owner_was_killed_is_taken_over_as_the_next_attempt(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    store = Store(path)
+    store.ensure_tasks("dev", ["t"], NOW)
+    code = ("import sys, time; from engine.schedule.store import Store, new_owner; s = Store(sys.argv[1]); "
+            f"c = s.claim('dev', 't', {NOW!r}, new_owner(), {NOW + 1!r}); print(c.owner, flush=True); time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
+    holder = child.stdout.readline().strip()
+    assert holder
+    assert store.claim("dev", "t", NOW, new_owner(), NOW + 2) is None  # its owner lives: refused
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(10)
+    child.stdout.close()
+    taken = store.claim("dev", "t", NOW, "me:1:x", NOW + 3)
+    assert taken is not None and taken.attempt == 2
+    # the dead owner's late finish (had it lived) writes nothing; the new owner's does
+    from engine.schedule.store import Claim
+
+    assert not store.finish(Claim("dev", "t", NOW, holder, 1), started=NOW, now=NOW + 4, status="verified", ok=True,
+                            text="", next_run=NOW + 60, failures=0, reason=None)
+    assert store.finish(taken, started=NOW, now=NOW + 4, status="verified", ok=True, text="", next_run=NOW + 60,
+                        failures=0, reason=None)
+    assert [r["attempt"] for r in store.history()] == [2]
+
+
+def test_a_finished_due_time_is_never_claimed_again(tmp_path):
+    store = Store(tmp_path / "s.sqlite3")
+    store.ensure_tasks("dev", ["t"], NOW)
+    claim = store.claim("dev", "t", NOW, "a:1:x", NOW)
+    store.finish(claim, started=NOW, now=NOW + 1, status="verified", ok=True, text="", next_run=NOW + 60,
+                 failures=0, reason=None)
+    assert store.claim("dev", "t", NOW, "b:2:y", NOW + 2) is None  # not the due time any more
+    assert store.claim("dev", "t", NOW + 60, "b:2:y", NOW + 2) is None  # not due yet
+
+
+def test_a_corrupt_database_is_a_clear_error_and_is_left_untouched(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    garbage = b"this is not SQLite at all " * 40
+    path.write_bytes(garbage)
+    with pytest.raises(ScheduleError) as caught:
+        Store(path)
+    assert "cannot be read" in str(caught.value) and "move it aside" in str(caught.value)
+    assert path.read_bytes() == garbage
+
+
+def test_a_database_locked_by_another_writer_is_a_clear_error_in_bounded_time(tmp_path, monkeypatch):
+    path = tmp_path / "s.sqlite3"
+    store = Store(path)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 300)
+    locked = Store.__new__(Store)
+    locked.path, locked._local = path, type(store._local)()
+    started = time.monotonic()
+    with pytest.raises(ScheduleError) as caught:
+        locked.ensure_tasks("dev", ["t"], NOW)
+    assert "locked" in str(caught.value) and time.monotonic() - started < 5
+    other.execute("ROLLBACK")
+    other.close()
+
+
+def test_a_database_written_by_a_newer_version_is_refused(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    Store(path)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
+    db.commit()
+    db.close()
+    with pytest.raises(ScheduleError, match="newer version"):
+        Store(path)
+
+
+def test_a_second_scheduler_on_one_device_is_refused_while_the_first_lives(tmp_path):
+    store = Store(tmp_path / "s.sqlite3")
+    me = new_owner()  # this process: alive
+    store.take_device("dev", me, NOW)
+    with pytest.raises(ScheduleError, match="already driven by another scheduler"):
+        store.take_device("dev", new_owner(), NOW + 1)
+    store.take_device("other", new_owner(), NOW)  # another device is fine
+    store.release_device("dev", me)
+    store.take_device("dev", new_owner(), NOW + 2)  # released: taken
+
+
+def test_status_shows_each_device_its_tasks_and_failures(tmp_path):
+    store = Store(tmp_path / "s.sqlite3")
+    store.take_device("dev", new_owner(), NOW)
+    store.ensure_tasks("dev", ["a", "b"], NOW)
+    claim = store.claim("dev", "a", NOW, "x:1:y", NOW)
+    store.finish(claim, started=NOW, now=NOW + 5, status="stuck", ok=False, text="no progress", next_run=NOW + 60,
+                 failures=1, reason="stuck: no progress")
+    status = store.status(NOW + 10)
+    (dev,) = status["devices"]
+    assert [t["task"] for t in dev["tasks"]] == ["b", "a"]
+    assert dev["tasks"][1]["failures"] == 1 and dev["tasks"][1]["reason"] == "stuck: no progress"
+    assert dev["recent_failures"][0]["status"] == "stuck"
