@@ -318,21 +318,22 @@ class Store:
         with self._tx() as db:
             db.execute("INSERT INTO events (at, device, kind, text) VALUES (?, ?, ?, ?)", (now, device, kind, text))
 
-    def request_run(self, device: str | None, task: str, now: float) -> None:
+    def request_run(self, device: str | None, task: str, now: float) -> list[str]:
+        """Ask the scheduler of `device` (None: of every device the database knows) to run `task` at once; the
+        devices asked."""
         with self._tx() as db:
-            db.execute("INSERT INTO requests (device, task, at) VALUES (?, ?, ?)", (device, task, now))
+            devices = [device] if device is not None else sorted(
+                {r[0] for r in db.execute("SELECT device FROM devices UNION SELECT device FROM tasks")})
+            db.executemany("INSERT INTO requests (device, task, at) VALUES (?, ?, ?)",
+                           [(name, task, now) for name in devices])
+        return devices
 
     def take_requests(self, device: str) -> list[str]:
-        """The run-now requests for `device` (or for every device), removed as they are taken."""
+        """The run-now requests for `device`, removed as they are taken."""
         with self._tx() as db:
-            rows = db.execute("SELECT id, task FROM requests WHERE device = ? OR device IS NULL ORDER BY id",
-                              (device,)).fetchall()
-            # a request for every device is taken by each: removed once every device known has seen it (simple
-            # and safe: a device that misses it runs the task at its own due time)
+            rows = db.execute("SELECT task FROM requests WHERE device = ? ORDER BY id", (device,)).fetchall()
             db.execute("DELETE FROM requests WHERE device = ?", (device,))
-            db.execute("DELETE FROM requests WHERE device IS NULL AND at < (SELECT COALESCE(MIN(heartbeat), 0) "
-                       "FROM devices WHERE owner IS NOT NULL)")
-        return [r[1] for r in rows]
+        return [r[0] for r in rows]
 
     # --------------------------------------------------------------------------------------------- reading
 

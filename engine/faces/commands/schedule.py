@@ -134,8 +134,9 @@ def _run_now(args: argparse.Namespace) -> int:
     known = {row["task"] for dev in store.status(time.time())["devices"] for row in dev["tasks"]}
     if known and args.task not in known:
         raise ConfigError(f"unknown task {args.task!r} in the schedule; scheduled: {', '.join(sorted(known))}")
-    store.request_run(args.device_one, args.task, time.time())
-    print(f"{args.task} runs at the next look at the database (within a minute)")
+    asked = store.request_run(args.device_one, args.task, time.time())
+    print(f"{args.task} runs on {', '.join(asked) or 'no device known yet'} at the next look at the database "
+          "(within 30 s)")
     return 0
 
 

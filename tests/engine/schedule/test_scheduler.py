@@ -250,3 +250,20 @@ def test_a_devices_file_names_one_serial_a_line(tmp_path):
     with pytest.raises(ConfigError, match="named twice"):
         _devices(Namespace(device=["a", "a"], devices=None))
     assert _devices(Namespace(device=None, devices=None)) == [None]  # the embedded simulator
+
+
+def test_run_now_and_pause_reach_a_running_worker_through_the_database(tmp_path):
+    worker, session, clock = _worker(tmp_path, [], stop_after=6)
+    worker.store.ensure_tasks("dev", ["chore"], NOW)
+    worker.store.set_next("dev", "chore", NOW + 86400)  # not due for a day
+
+    def control(t: FakeTime) -> None:
+        if t.waits == 1:
+            worker.store.request_run(None, "chore", t.t)  # `schedule run-now chore`
+        if t.waits == 3:
+            worker.store.set_paused("dev", True)
+            worker.store.request_run("dev", "chore", t.t)  # asked while paused: waits for resume
+    clock.script.append(control)
+    worker.run()
+    assert [c[1] for c in session.tools.calls] == ["chore"]
+    assert worker.store.paused("dev") and worker.store.take_requests("dev") == ["chore"]  # not taken while paused
