@@ -150,6 +150,14 @@ class Schedule:
         return self.entry(task).priority, names.index(task)
 
 
+def schedule_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a schedule file (pages/schedule.schema.json), for editors."""
+    body = ScheduleFile.model_json_schema()
+    body.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Schedule file (engine.config.schedule.ScheduleFile)", **body}
+
+
 def schedule_file(graph_dir: str | Path | None) -> Path:
     from engine.core.paths import builtin_graph_dir
 

@@ -23,6 +23,7 @@ import fcntl
 import mmap
 import os
 import random
+import shutil
 import struct
 import subprocess
 import sys
@@ -135,7 +136,10 @@ def virtual_time_from_env() -> VirtualTime | None:
 
 
 def simulate(*, days: float, seed: int, scenario: str | None = None, kills: int = 0, devices: int = 1,
-             graph: str | None = None, server: str | None = None, log_to: Any = None) -> dict[str, Any]:
+             graph: str | None = None, server: str | None = None, log_to: Any = None,
+             keep: bool = False) -> dict[str, Any]:
+    """Run the simulation and report it (the module's docstring); the work folder (database, clock, pack) is
+    removed at the end unless `keep`, when the report names it."""
     from engine.config.loader import load_graph
     from engine.config.simstate import state_beside
     from engine.sim import FakeAdbServer, Scenario, SimGame, SyntheticAssets
@@ -185,10 +189,15 @@ def simulate(*, days: float, seed: int, scenario: str | None = None, kills: int 
                 time.sleep(0.05)
             if child.returncode not in (0, -9) and clock.now() < until:
                 raise RuntimeError(f"the scheduler exited with {child.returncode} before the end")
-        return _report(db, games, resolved, graph, START, until, lives, time.monotonic() - wall)
+        report = _report(db, games, resolved, graph, START, until, lives, time.monotonic() - wall)
+        if keep:
+            report["kept"] = str(work)
+        return report
     finally:
         adb.stop()
         clock.close()
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _export_pack(pack: Any, root: Path) -> Path:

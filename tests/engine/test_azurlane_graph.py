@@ -234,7 +234,7 @@ def test_assets_exist_or_fall_back(graph: Graph, server: str, shared_dir: Path) 
 
 def test_every_file_has_the_schema_modeline() -> None:
     for path in GRAPH_DIR.glob("*.yaml"):
-        schema = next((kind for kind in ("tasks", "goals", "sim_state") if path.name.startswith(kind)), "graph")
+        schema = next((kind for kind in ("tasks", "goals", "sim_state", "schedule") if path.name.startswith(kind)), "graph")
         assert path.read_text().startswith(f"# yaml-language-server: $schema=../{schema}.schema.json"), path.name
 
 

@@ -45,6 +45,11 @@ def _schema(args: argparse.Namespace) -> int:
 
         print(json.dumps(goals_json_schema(), indent=2))
         return 0
+    if args.schedule:
+        from engine.config.schedule import schedule_json_schema
+
+        print(json.dumps(schedule_json_schema(), indent=2))
+        return 0
     if args.tasks:
         from engine.config.tasks import tasks_json_schema
 
@@ -113,6 +118,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     schema.add_argument("--tasks", action="store_true", help="the schema of a tasks file instead")
     schema.add_argument("--goals", action="store_true", help="the schema of a goals file instead")
     schema.add_argument("--sim-state", action="store_true", help="the schema of a simulator state file instead")
+    schema.add_argument("--schedule", action="store_true", help="the schema of a schedule file instead")
     schema.set_defaults(handler=_schema)
 
     graph = sub.add_parser("graph", help="draw the page graph as mermaid or graphviz dot")

@@ -144,7 +144,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from engine.runtime.schedsim import simulate
 
     report = simulate(days=args.days, seed=args.seed, scenario=args.scenario, kills=args.kills,
-                      devices=args.devices_n, graph=args.graph, server=args.server)
+                      devices=args.devices_n, graph=args.graph, server=args.server, keep=args.keep)
     if args.json:
         print(json.dumps(report))
     else:
@@ -190,5 +190,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--devices", dest="devices_n", type=int, default=1, help="simulated devices")
     sim.add_argument("--graph", help="page graph folder (default: the shipped graph)")
     sim.add_argument("--server", help="game server")
+    sim.add_argument("--keep", action="store_true", help="keep the work folder (database, clock) and name it")
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(handler=_simulate)

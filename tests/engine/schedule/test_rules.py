@@ -117,3 +117,16 @@ def test_bad_values_are_refused_with_a_located_message(tmp_path, body, words):
     with pytest.raises(GraphError) as caught:
         load_schedule(tmp_path, load_graph().resolve("en"), {"login"})
     assert words in str(caught.value) and "schedule.yaml:1:" in str(caught.value)
+
+
+def test_committed_schema_is_current_and_the_shipped_file_points_at_it():
+    import json
+    from pathlib import Path
+
+    from engine.config.schedule import schedule_json_schema
+
+    pages = Path(__file__).resolve().parents[3] / "pages"
+    committed = json.loads((pages / "schedule.schema.json").read_text())
+    assert committed == schedule_json_schema(), "run: python -m engine schema --schedule > pages/schedule.schema.json"
+    first = (pages / "azurlane" / "schedule.yaml").read_text().splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../schedule.schema.json"
