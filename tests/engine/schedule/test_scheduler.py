@@ -267,3 +267,21 @@ def test_run_now_and_pause_reach_a_running_worker_through_the_database(tmp_path)
     worker.run()
     assert [c[1] for c in session.tools.calls] == ["chore"]
     assert worker.store.paused("dev") and worker.store.take_requests("dev") == ["chore"]  # not taken while paused
+
+
+def test_a_game_restart_on_the_simulator_force_stops_launches_and_logs_in(tmp_path, monkeypatch):
+    """The real restart path: am force-stop and am start through the fake ADB server, then the start task."""
+    from engine.config.loader import load_graph
+    from engine.config.schedule import load_schedule
+    from engine.runtime.session import load_task_book, open_session
+
+    monkeypatch.setenv("ENGINE_HOME", str(tmp_path / "home"))
+    graph = load_graph().resolve(None)
+    schedule = load_schedule(None, graph, set(load_task_book(None, graph).names()))
+    with open_session() as session:
+        assert session.tools.call("alas_goto", {"page": "page_commission"}).ok
+        worker = Worker(session.device.serial, lambda: session, Store(tmp_path / "s.sqlite3"), schedule,
+                        session=session)
+        assert worker.restart_game("a test")
+        assert session.sim.game.truth()["page"] == "page_main"  # relaunched at the login screen, then logged in
+        assert [e["kind"] for e in worker.store.events()] == ["restart"]
