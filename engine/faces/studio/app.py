@@ -245,6 +245,8 @@ def create_app(session: Any, *, graph_dir: str | Path | None = None, assets_dir:
                     pack_dir=authoring.pack_folder(assets, captures),
                     transcript_dir=Path(transcript_dir).resolve() if transcript_dir is not None else None,
                     captures_dir=captures, assets_dir=assets)
+    if studio.transcript_dir is not None:
+        studio.steps = StepFrames(folder=studio.transcript_dir / "steps")  # steps of earlier sessions stay choosable
     studio.runner = GotoRunner(session.tools, studio.bus, session.navigator, recognition.look_keeper(studio))
     app = Starlette(routes=routes(), middleware=[Middleware(Shield), Middleware(LoopbackGuard), Middleware(BodyLimit)],
                     exception_handlers={PathRefused: _path_refused, HTTPException: _http_error})

@@ -2,16 +2,20 @@
 (captured or uploaded) frame, explained by the session's observer (engine.observe.explain): every page and popup
 with each signature's score, threshold and area, and why the winner won or why nothing did.
 
-The frames of a run's steps are the frames of its last looks (``StepFrames``: the last few, in memory, by the
-transcript line that recorded the look); the API is listed in engine.faces.studio.app.
+The frames of a run's steps are the frames of its looks (``StepFrames``: the last few in memory, and with a transcript
+the last ON_DISK in its steps/ folder, by the transcript line that recorded the look, so a step of an earlier session
+can still be chosen); the API is listed in engine.faces.studio.app.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import queue
 import threading
+import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -28,18 +32,27 @@ from engine.faces.studio.security import confine_name
 log = logging.getLogger(__name__)
 
 STEP_FRAMES = 12
-"""Frames of a run's looks kept for the recognition view (about 2.7 MB each at 1280x720)."""
+"""Frames of a run's looks kept in memory for the recognition view (about 2.7 MB each at 1280x720)."""
+ON_DISK = 300
+"""Frames of looks kept in the transcript's steps/ folder (about 0.3-1 MB each as PNG)."""
+WRITE_QUEUE = 16
 SOURCES = ("live", "frame", "bundle", "step")
 
 
 class StepFrames:
-    """The frames of the last STEP_FRAMES looks, by the transcript seq of the line that recorded each look."""
+    """The frames of the last STEP_FRAMES looks in memory, by the transcript seq of the line that recorded each look.
 
-    def __init__(self, size: int = STEP_FRAMES) -> None:
-        self.size = size
+    With a `folder` (the transcript's ``steps/``), each look with a transcript line is also written there as
+    ``<seq>.png`` (and its label as ``<seq>.txt``) by a background thread, the newest ON_DISK kept, so a transcript
+    step stays recognisable after the studio restarts; a full write queue drops the frame rather than slow a run."""
+
+    def __init__(self, size: int = STEP_FRAMES, folder: Path | None = None) -> None:
+        self.size, self.folder = size, folder
         self._frames: OrderedDict[int, tuple[np.ndarray, str]] = OrderedDict()
         self._lock = threading.Lock()
         self._own = itertools.count(1)
+        self._queue: queue.Queue = queue.Queue(WRITE_QUEUE)
+        self._writer: threading.Thread | None = None
 
     def keep(self, seq: int | None, frame: Any, label: str) -> None:
         if not isinstance(frame, np.ndarray):
@@ -50,15 +63,67 @@ class StepFrames:
             self._frames.move_to_end(key)
             while len(self._frames) > self.size:
                 self._frames.popitem(last=False)
+            if self.folder is not None and key > 0:
+                try:
+                    self._queue.put_nowait((key, frame, label))
+                except queue.Full:
+                    log.debug("step %d not written: the writer is behind", key)
+                if self._writer is None or not self._writer.is_alive():
+                    self._writer = threading.Thread(target=self._write, name="studio-steps", daemon=True)
+                    self._writer.start()
+
+    def _write(self) -> None:
+        while True:
+            try:
+                key, frame, label = self._queue.get(timeout=5.0)
+            except queue.Empty:
+                return
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                cv2.imwrite(str(self.folder / f"{key}.png"), frame, [cv2.IMWRITE_PNG_COMPRESSION, 1])
+                (self.folder / f"{key}.txt").write_text(label[:300], encoding="utf-8")
+                for old in self._on_disk()[ON_DISK:]:
+                    (self.folder / f"{old}.png").unlink(missing_ok=True)
+                    (self.folder / f"{old}.txt").unlink(missing_ok=True)
+            except OSError as exc:
+                log.warning("cannot keep step %d's frame in %s: %s", key, self.folder, exc)
+            finally:
+                self._queue.task_done()
+
+    def _on_disk(self) -> list[int]:
+        """The seqs written to the folder, newest first."""
+        if self.folder is None or not self.folder.is_dir():
+            return []
+        return sorted((int(p.stem) for p in self.folder.glob("*.png") if p.stem.isdigit()), reverse=True)
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait until the frames queued so far are on disk (tests, closing)."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def get(self, seq: int) -> tuple[np.ndarray, str] | None:
         with self._lock:
-            return self._frames.get(seq)
+            kept = self._frames.get(seq)
+        if kept is not None or self.folder is None or seq <= 0:
+            return kept
+        path = self.folder / f"{seq}.png"
+        frame = cv2.imread(str(path), cv2.IMREAD_COLOR) if path.is_file() else None
+        if frame is None:
+            return None
+        label = path.with_suffix(".txt")
+        return frame, label.read_text(encoding="utf-8", errors="replace") if label.is_file() else ""
 
     def listing(self) -> list[dict[str, Any]]:
         with self._lock:
             keys = [(key, label) for key, (_, label) in self._frames.items()]
-        return [{"seq": key, "label": label, "url": f"/api/steps/{key}.png"} for key, label in reversed(keys)]
+        rows = {key: label for key, label in keys}
+        for seq in self._on_disk()[:ON_DISK]:
+            if seq not in rows:
+                label = self.folder / f"{seq}.txt"
+                rows[seq] = label.read_text(encoding="utf-8", errors="replace") if label.is_file() else ""
+        order = sorted(rows, key=lambda k: (k > 0, abs(k)), reverse=True)
+        return [{"seq": key, "label": rows[key], "url": f"/api/steps/{key}.png"} for key in order]
 
 
 def look_keeper(studio: Any) -> Any:
@@ -116,7 +181,8 @@ async def _frame(studio: Any, body: dict[str, Any]) -> tuple[np.ndarray, dict[st
             raise ValueError('a step is chosen by its transcript line: {"source": "step", "seq": 12}')
         kept = studio.steps.get(seq)
         if kept is None:
-            raise ValueError(f"the frame of step {seq} is gone: only the last {studio.steps.size} looks are kept")
+            raise ValueError(f"the frame of step {seq} is gone: only the last looks' frames are kept "
+                             f"({studio.steps.size} in memory, {ON_DISK} in the transcript's steps/ folder)")
         return kept[0], {"source": source, "label": f"step {seq}: {kept[1]}", "url": f"/api/steps/{seq}.png"}
     raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
 

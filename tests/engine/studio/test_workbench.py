@@ -169,6 +169,15 @@ def test_recognition_explains_a_frame_from_every_source(client, app, session, ho
     assert from_step["observation"]["page"] == line["page"]
     gone = client.post("/api/recognize", json={"source": "step", "seq": 10 ** 6})
     assert gone.status_code == 400 and "gone" in gone.json()["error"]
+    # a transcript step stays choosable after the studio restarts: its frame is in the transcript's steps/ folder
+    from engine.faces.studio.recognition import StepFrames
+
+    app.state.studio.steps.flush()
+    later = StepFrames(folder=home / "transcript" / "steps")
+    assert steps[0]["seq"] in [row["seq"] for row in later.listing()]
+    again = later.get(steps[0]["seq"])
+    assert again is not None and again[1] == steps[0]["label"]
+    assert (again[0] == app.state.studio.steps.get(steps[0]["seq"])[0]).all()  # PNG is lossless
 
 
 def test_a_signature_is_tested_on_every_frame_of_a_folder_and_its_subfolders(client, session, home):
