@@ -103,6 +103,9 @@ class Store:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_path()
         self._local = threading.local()
+        if self.path.is_dir():
+            raise ScheduleError(f"{self.path} is a folder: name the schedule's database file (for example "
+                                f"{self.path / 'schedule.sqlite3'})", path=str(self.path))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = self._conn()

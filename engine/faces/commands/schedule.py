@@ -123,14 +123,27 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _known_device(store: Any, device: str | None) -> None:
+    """A device named on the command line must be one the schedule knows (ConfigError naming those it knows)."""
+    if device is None:
+        return
+    known = [d["device"] for d in store.status(time.time())["devices"]]
+    if device not in known:
+        raise ConfigError(f"unknown device {device[:80]!r}; the schedule knows "
+                          f"{', '.join(known) if known else 'no device yet (start `schedule` first)'}")
+
+
 def _pause(args: argparse.Namespace, paused: bool) -> int:
-    changed = _store(args).set_paused(args.device_one, paused)
+    store = _store(args)
+    _known_device(store, args.device_one)
+    changed = store.set_paused(args.device_one, paused)
     print(f"{'paused' if paused else 'resumed'}: {', '.join(changed) or 'no device known yet'}")
     return 0
 
 
 def _run_now(args: argparse.Namespace) -> int:
     store = _store(args)
+    _known_device(store, args.device_one)
     known = {row["task"] for dev in store.status(time.time())["devices"] for row in dev["tasks"]}
     if known and args.task not in known:
         raise ConfigError(f"unknown task {args.task!r} in the schedule; scheduled: {', '.join(sorted(known))}")
@@ -160,6 +173,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--db", help="the schedule's SQLite file (default: $ENGINE_SCHEDULE_DB, else "
                                      "$ENGINE_HOME/schedule.sqlite3)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    db_help = "the schedule's SQLite file (as `schedule --db`)"
 
     def run_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--device", action="append", metavar="SERIAL", help="a device to drive (repeat for more)")
@@ -172,15 +186,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     run_options(parser)
     run_options(actions.add_parser("run", help="run in the foreground until stopped (the default)"))
     status = actions.add_parser("status", help="next runs, what runs, recent failures, per device")
+    status.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
     status.add_argument("--json", action="store_true")
     status.set_defaults(handler=_status)
     for name, paused in (("pause", True), ("resume", False)):
         p = actions.add_parser(name, help=f"{name} one device (--device) or all")
         p.add_argument("--device", dest="device_one", metavar="SERIAL")
+        p.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
         p.set_defaults(handler=lambda a, paused=paused: _pause(a, paused))
     now = actions.add_parser("run-now", help="run a scheduled task at once")
     now.add_argument("task")
     now.add_argument("--device", dest="device_one", metavar="SERIAL")
+    now.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
     now.set_defaults(handler=_run_now)
     sim = actions.add_parser("simulate", help="the real scheduler against the simulator in simulated time")
     sim.add_argument("--days", type=float, default=2.0)

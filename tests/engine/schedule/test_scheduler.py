@@ -191,6 +191,10 @@ def test_status_pause_resume_and_run_now_work_on_the_shared_database(tmp_path):
     assert store.take_requests("sim-0") == ["mail.collect"]
     bad = _cli("schedule", "--db", str(db), "run-now", "no.such.task", env=env)
     assert bad.returncode == 2 and "unknown task" in bad.stderr and "Traceback" not in bad.stderr
+    unknown = _cli("schedule", "pause", "--device", "no-such-phone", "--db", str(db), env=env)  # --db after too
+    assert unknown.returncode == 2 and "unknown device 'no-such-phone'" in unknown.stderr and not store.paused("sim-0")
+    folder = _cli("schedule", "--db", str(tmp_path), "status", env=env)
+    assert folder.returncode == 2 and "is a folder" in folder.stderr
     (tmp_path / "broken.sqlite3").write_bytes(b"garbage" * 100)
     broken = _cli("schedule", "--db", str(tmp_path / "broken.sqlite3"), "status", env=env)
     assert broken.returncode == 2 and "cannot be read" in broken.stderr
