@@ -37,9 +37,13 @@ class ScheduleHook:
         return out
 
     def run(self, name: str, run: Callable[[], ToolResult], tools: Any) -> ToolResult:
+        started = self.clock()
+        other = self.store.busy(self.device, self.owner, started)
+        if other is not None:  # one device runs one task at a time, whoever started it
+            return tools.result("alas_run", ok=False, status="busy", target=name,
+                                text=f"the scheduler is running {other} on this device; try again when it is done")
         if name not in self.schedule.names():
             return run()
-        started = self.clock()
         row = self.store.tasks(self.device).get(name)
         if row is not None and row["next_run"] <= started:
             claim = claim_due(self.store, self.device, name, self.owner, started)

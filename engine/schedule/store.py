@@ -255,7 +255,7 @@ class Store:
         `due`, or a live owner holds it. A stale claim (its owner died) is taken over as the next attempt."""
         with self._tx() as db:
             row = db.execute("SELECT next_run FROM tasks WHERE device = ? AND task = ?", (device, task)).fetchone()
-            if row is None or row[0] != due or due > now:
+            if row is None or row[0] != due or due > now or self._busy(db, device, owner, now, task):
                 return None
             held = db.execute("SELECT owner, attempt, finished FROM claims WHERE device = ? AND task = ? AND due = ?",
                               (device, task, due)).fetchone()
@@ -275,6 +275,21 @@ class Store:
             db.execute("UPDATE tasks SET state = 'running' WHERE device = ? AND task = ?", (device, task))
             db.execute("UPDATE devices SET running = ? WHERE device = ?", (task, device))
         return Claim(device, task, due, owner, attempt)
+
+    def busy(self, device: str, owner: str, now: float) -> str | None:
+        """The task another live owner runs on `device` now (one device runs one task at a time), or None."""
+        conn = self._conn()
+        try:
+            return self._busy(conn, device, owner, now)
+        except sqlite3.Error as exc:
+            raise self._explain(exc) from None
+
+    def _busy(self, db: sqlite3.Connection, device: str, owner: str, now: float, other_than: str = "") -> str | None:
+        for task, holder in db.execute("SELECT task, owner FROM claims WHERE device = ? AND finished IS NULL "
+                                       "AND owner != ? AND task != ?", (device, owner, other_than)).fetchall():
+            if self._owner_alive(db, device, holder, now):
+                return task
+        return None
 
     @staticmethod
     def _owner_alive(db: sqlite3.Connection, device: str, holder: str, now: float) -> bool:

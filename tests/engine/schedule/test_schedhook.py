@@ -25,6 +25,12 @@ def test_the_tools_share_the_schedule_and_never_run_a_due_time_twice(tmp_path, m
         assert store.claim(device, "reward.missions", due, scheduler, due + 1) is not None
         busy = session.tools.call("alas_run", {"name": "reward.missions"})
         assert not busy.ok and busy.status == "busy"
+        other = session.tools.call("alas_run", {"name": "login"})  # one task at a time on a device, scheduled or not
+        assert not other.ok and other.status == "busy" and "reward.missions" in other.text
+        from engine.schedule.store import Claim
+
+        store.finish(Claim(device, "reward.missions", due, scheduler, 1), started=due, now=due + 2,
+                     status="verified", ok=True, text="", next_run=due + 7200, failures=0, reason=None)
 
         first = session.tools.call("alas_run", {"name": "mail.collect"})
         assert first.ok and first.data["schedule"]["recorded"] == "done"
@@ -33,7 +39,8 @@ def test_the_tools_share_the_schedule_and_never_run_a_due_time_twice(tmp_path, m
         again = session.tools.call("alas_run", {"name": "mail.collect"})  # between due times: history only
         assert again.ok and "schedule" not in again.data
         runs = [(r["task"], r["due"] is None, r["via"]) for r in store.history(device)]
-        assert runs == [("mail.collect", False, "tool"), ("mail.collect", True, "tool")]
+        assert runs == [("reward.missions", False, "scheduler"), ("mail.collect", False, "tool"),
+                        ("mail.collect", True, "tool")]
         assert store.tasks(device)["mail.collect"]["next_run"] == row["next_run"]
 
 
