@@ -23,6 +23,14 @@ os.environ["ENGINE_HOME"] = ENGINE_HOME
 atexit.register(shutil.rmtree, ENGINE_HOME, ignore_errors=True)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `-n`, each test module runs whole on one worker, in order (pytest-xdist's loadfile): modules share a
+    simulator, a studio or a browser through module-scoped fixtures, and some tests build on the state an earlier one
+    of their module left. (Set here, not in addopts: pytest-benchmark turns itself off whenever a --dist is given.)"""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadfile"
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     if not (SHARED / "alas" / "graph.json").exists():
