@@ -1,21 +1,21 @@
 """When tasks are due: schedule.yaml beside a graph (its schema and loader; engine/schedule/ runs it).
 
     resets:                        # each server's daily reset, in the server's own time zone
-      en: {at: "00:00", zone: "UTC-07:00"}
+      global: {at: "00:00", zone: "UTC-07:00"}
       eu: {at: "04:00", zone: Europe/Berlin}       # an IANA zone follows daylight saving time
     start_task: login              # run after the game is restarted (optional)
     retry: {backoff_s: 60, max_backoff_s: 900, restart_after: 2, give_up_after: 4, put_off_s: 1800}
     tasks:
-      - {task: commission.collect, priority: 1, due: {reported: next_finish, every: 3600}}
-      - {task: reward.missions, priority: 5, due: {every: 7200}}
-      - {task: mail.collect, priority: 9, due: {reset: true}}
-      - {task: guild.logistics, due: {reset: ["00:00", "12:00"]}}
+      - {task: crops.harvest, priority: 1, due: {reported: ready_in, every: 3600}}   # the task reads ready_in
+      - {task: quests.claim, priority: 5, due: {every: 7200}}
+      - {task: gift.daily, priority: 9, due: {reset: true}}
+      - {task: shop.refresh, due: {reset: ["00:00", "12:00"]}}
 
 A task is due again after a run:
     reset: true | [HH:MM, ...]   at the server's next daily reset (or the next of these server times)
     every: SECONDS               that long after the run
     reported: VALUE              at the time the run itself reported: the value the task read into VALUE (seconds,
-                                 or a duration such as 3:42:10 read by OCR); a run that read none falls back to
+                                 or durations such as 3:42:10 read by OCR, the soonest); a run that read none falls back to
                                  `every`, else to the next reset
 Several rules: the earliest wins. A task never run is due at once. Lower `priority` runs first (ties: the order of
 this file). Failures follow `retry` (engine.schedule.rules): backoff doubling from backoff_s up to max_backoff_s;

@@ -1,11 +1,12 @@
 """`schedule simulate`: the real scheduler, in a process of its own, against the simulator, in simulated time.
 
 The harness (this process) serves D simulated devices behind one fake ADB server and keeps the virtual clock in a
-file (FileClock, 8 bytes, mapped by both processes). It starts `python -m engine schedule run` with the clock's file
-in ENGINE_SCHEDULE_VCLOCK: that process keeps time with VirtualTime, where a worker's waits between due times last
-no wall time (when every worker waits, the clock jumps to the earliest wake-up) and the game's commissions and timers
-advance with the same clock. With --kills K the harness kills the scheduler (SIGKILL) at K random moments, lets the
-clock run on for up to ten simulated minutes (the machine was down), and starts it again on the same database.
+file (FileClock: the time and a hold, mapped by both processes). It starts `python -m engine schedule run` with the
+clock's file in ENGINE_SCHEDULE_VCLOCK: that process keeps time with VirtualTime, where a worker's waits between due
+times last no wall time (when every worker waits, the clock jumps to the earliest wake-up) and the game's timers (its
+lists' `timer`s, engine.config.simstate) advance with the same clock. With --kills K the harness kills the scheduler
+(SIGKILL) at K random moments, lets the clock run on for up to ten simulated minutes (the machine was down), and
+starts it again on the same database.
 
 What it reports is measured against the simulator's truth, not the scheduler's word:
     runs                 runs in the history
