@@ -144,6 +144,30 @@ def test_a_run_stays_in_its_tab_is_ticked_when_verified_and_a_reload_reattaches(
     driver.switch_to.window(first)
 
 
+def test_a_duplicated_tab_takes_an_id_of_its_own(page, served):
+    """A tab the browser duplicates starts with a copy of sessionStorage (its tab id included): here a second tab
+    is given the first one's id before it loads, as a duplicate would be; the first answers, the second takes a
+    new id and says so, and a reload of the first keeps its own."""
+    driver, (base, _, _) = page, served
+    first = driver.current_window_handle
+    mine = driver.execute_script("return TAB")
+    driver.switch_to.new_window("tab")
+    driver.get(base + "/")
+    wait_for(driver, "the second tab", lambda d: d.execute_script("return typeof TAB") == "string")
+    assert driver.execute_script("return TAB") != mine
+    driver.execute_script("sessionStorage.setItem('studio-tab', arguments[0])", mine)  # what a duplicate starts with
+    driver.refresh()
+    wait_for(driver, "a new id", lambda d: "duplicated from another" in text_of(d, "log"))
+    assert driver.execute_script("return TAB") != mine
+    assert "duplicated from another" in text_of(driver, "log")
+    assert driver.execute_script("return sessionStorage.getItem('studio-tab')") != mine
+    driver.close()
+    driver.switch_to.window(first)
+    driver.refresh()  # a reload with no other tab of that id keeps it
+    wait_for(driver, "the studio", lambda d: d.execute_script("return typeof TAB") == "string")
+    assert driver.execute_script("return TAB") == mine
+
+
 def test_recognition_on_chosen_frames_and_a_signature_tested_over_subfolders(page, served):
     driver, (_, _, home) = page, served
     driver.find_element(By.ID, "recognize-live").click()

@@ -3,6 +3,35 @@
 // tab reattaches to its run (GET /api/run). The graph follows every run's looks (believed and observed page).
 "use strict";
 
+// A tab the browser duplicated starts with a copy of sessionStorage, so with the id of the tab it came from. Before
+// anything uses the id, ask the other tabs of this studio whether one has it; one that does answers, and this tab
+// takes a new id. Every tab keeps answering for its own id.
+const TAB_CHANNEL = window.BroadcastChannel ? new BroadcastChannel("studio-tabs") : null;
+const TAB_ASK_MS = 200;
+
+async function claimTabId() {
+  if (!TAB_CHANNEL) return;
+  const answered = new Promise((resolve) => {
+    const listen = (event) => {
+      if (event.data && event.data.taken === TAB) resolve(true);
+    };
+    TAB_CHANNEL.addEventListener("message", listen);
+    setTimeout(() => { TAB_CHANNEL.removeEventListener("message", listen); resolve(false); }, TAB_ASK_MS);
+  });
+  TAB_CHANNEL.postMessage({ask: TAB});
+  if (await answered) {
+    sessionStorage.removeItem("studio-tab");
+    TAB = tabId();
+    say("this tab was duplicated from another: it takes an id of its own");
+  }
+}
+
+if (TAB_CHANNEL) {
+  TAB_CHANNEL.addEventListener("message", (event) => {
+    if (event.data && event.data.ask === TAB) TAB_CHANNEL.postMessage({taken: TAB});
+  });
+}
+
 function addPlanned(hop) {
   const li = el("li", `${hop.from ?? "?"} → ${hop.to}  ${describeAction(hop.action)}`, "planned");
   li.dataset.from = hop.from ?? "";

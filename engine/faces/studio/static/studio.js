@@ -13,7 +13,7 @@ const GRAPH_ZOOM = 0.6;          // a big graph is unreadable when fitted; start
 const PT_TO_PX = 4 / 3;          // graphviz sizes its SVG in points
 const LOG_KEEP = 500;            // messages kept in the log panel
 const LOG_SAVED = 200;           // of which a reload keeps (sessionStorage)
-const TAB = tabId();             // this tab's id: a run belongs to the tab that started it
+let TAB = tabId();               // this tab's id: a run belongs to the tab that started it (see claimTabId)
 
 const state = {
   info: null,
@@ -411,6 +411,7 @@ function wire() {
 async function start() {
   wire();
   restoreLog();
+  await claimTabId();
   try {
     await loadInfo();
   } catch (error) {
