@@ -24,10 +24,10 @@ class ScheduleHook:
 
     def annotate(self, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows = self.store.tasks(self.device)
-        now = self.clock()
+        now, scheduled = self.clock(), set(self.schedule.names())
         out = []
         for task in tasks:
-            row = rows.get(task["name"]) if task["name"] in self.schedule.names() else None
+            row = rows.get(task["name"]) if task["name"] in scheduled else None
             if row is not None:
                 task = {**task, "schedule": {
                     "next_run": row["next_run"], "due_in_s": round(row["next_run"] - now, 1), "state": row["state"],

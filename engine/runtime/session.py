@@ -123,12 +123,7 @@ class Session:
         tools = getattr(self, "tools", None)  # None when the constructor failed before making them
         if tools is not None:
             tools.close()
-        for close in reversed(self._closers):
-            try:
-                close()
-            except Exception as exc:  # noqa: BLE001 - closing must not mask the caller's outcome
-                log.debug("close failed: %s", exc)
-        self._closers.clear()
+        _close_all(self._closers)
 
     def __enter__(self) -> Session:
         return self
@@ -196,12 +191,19 @@ def open_session(
                        graph_dir=graph_dir, providers=tuple(providers or ()), clock=clock, sleep=sleep,
                        schedule_db=schedule_db, _closers=closers)
     except BaseException:
-        for close in reversed(closers):
-            try:
-                close()
-            except Exception as exc:  # noqa: BLE001 - the caller's error is the one to see
-                log.debug("close failed: %s", exc)
+        _close_all(closers)
         raise
+
+
+def _close_all(closers: list[Callable[[], None]]) -> None:
+    """Run `closers` newest first and empty the list; a failing one is logged, never raised (closing must not mask
+    the caller's outcome)."""
+    for close in reversed(closers):
+        try:
+            close()
+        except Exception as exc:  # noqa: BLE001
+            log.debug("close failed: %s", exc)
+    closers.clear()
 
 
 def _open_device(graph: Graph, policies: Policies, serial: str | None, pack: Any, scenario: Any, seed: int | None,

@@ -40,30 +40,22 @@ def duration_s(value: object) -> float | None:
 
 def next_reset(now: float, times: tuple[str, ...] | list[str], zone: tzinfo) -> float:
     """The first instant after `now` at which the server's clock shows one of `times` (HH:MM)."""
-    local = datetime.fromtimestamp(now, zone)
-    best = math.inf
-    for day in (0, 1, 2):
-        date = (local + timedelta(days=day)).date()
-        for text in times:
-            hour, minute = (int(p) for p in text.split(":"))
-            candidate = _instant(date.year, date.month, date.day, hour, minute, zone)
-            if now < candidate < best:
-                best = candidate
-    return best
+    return min(t for t in _resets_near(now, times, zone, (0, 1, 2)) if t > now)
 
 
 def last_reset(now: float, times: tuple[str, ...] | list[str], zone: tzinfo) -> float:
     """The last instant at or before `now` at which the server's clock showed one of `times`."""
+    return max(t for t in _resets_near(now, times, zone, (0, -1, -2)) if t <= now)
+
+
+def _resets_near(now: float, times: tuple[str, ...] | list[str], zone: tzinfo, days: tuple[int, ...]):
+    """The instants of `times` on the server's dates `days` away from `now`'s (two days cover any offset)."""
     local = datetime.fromtimestamp(now, zone)
-    best = -math.inf
-    for day in (0, 1, 2):
-        date = (local - timedelta(days=day)).date()
+    for day in days:
+        date = (local + timedelta(days=day)).date()
         for text in times:
             hour, minute = (int(p) for p in text.split(":"))
-            candidate = _instant(date.year, date.month, date.day, hour, minute, zone)
-            if best < candidate <= now:
-                best = candidate
-    return best
+            yield _instant(date.year, date.month, date.day, hour, minute, zone)
 
 
 def _instant(year: int, month: int, day: int, hour: int, minute: int, zone: tzinfo) -> float:

@@ -369,10 +369,10 @@ class Store:
     def status(self, now: float, failures: int = 10) -> dict[str, Any]:
         """Everything `schedule status` shows, per device: next runs, what runs, recent failures and events."""
         out: dict[str, Any] = {"database": str(self.path), "devices": []}
-        names = [r["device"] for r in self.devices()]
-        names += sorted({r["device"] for r in self._read("SELECT DISTINCT device FROM tasks")} - set(names))
+        devices = {r["device"]: r for r in self.devices()}
+        names = [*devices, *sorted({r["device"] for r in self._read("SELECT DISTINCT device FROM tasks")} - set(devices))]
         for name in names:
-            dev = next((r for r in self.devices() if r["device"] == name), None)
+            dev = devices.get(name)
             alive = _alive(dev["owner"]) if dev is not None and dev["owner"] else False
             tasks = sorted(self.tasks(name).values(), key=lambda r: r["next_run"])
             out["devices"].append({

@@ -35,27 +35,15 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    if args.sim_state:
-        from engine.config.simstate import state_json_schema
+    from engine.config.goals import goals_json_schema
+    from engine.config.schedule import schedule_json_schema
+    from engine.config.simstate import state_json_schema
+    from engine.config.tasks import tasks_json_schema
 
-        print(json.dumps(state_json_schema(), indent=2))
-        return 0
-    if args.goals:
-        from engine.config.goals import goals_json_schema
-
-        print(json.dumps(goals_json_schema(), indent=2))
-        return 0
-    if args.schedule:
-        from engine.config.schedule import schedule_json_schema
-
-        print(json.dumps(schedule_json_schema(), indent=2))
-        return 0
-    if args.tasks:
-        from engine.config.tasks import tasks_json_schema
-
-        print(json.dumps(tasks_json_schema(), indent=2))
-        return 0
-    print(json.dumps(loader.graph_json_schema(), indent=2))
+    companions = {"sim_state": state_json_schema, "goals": goals_json_schema, "schedule": schedule_json_schema,
+                  "tasks": tasks_json_schema}
+    make = next((make for option, make in companions.items() if getattr(args, option)), loader.graph_json_schema)
+    print(json.dumps(make(), indent=2))
     return 0
 
 
