@@ -73,6 +73,22 @@ def emulator_serial(port: int) -> str | None:
     return f"emulator-{port - 1}" if port in EMULATOR_PORTS else None
 
 
+def notify_adb_server(adbd_port: int, server_port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
+    """Tell a running adb server an emulator is up, as the Android emulator does at boot: the host request
+    ``host:emulator:<adbd port>`` (adb.cpp's handle_host_request), after which the server connects to it and names
+    it ``emulator-<port - 1>``. An adb server that is not running is no error (False), nor one that hangs."""
+    request = f"host:emulator:{adbd_port}".encode()
+    try:
+        with socket.create_connection((host, server_port), timeout=timeout) as sock:
+            sock.sendall(b"%04x" % len(request) + request)
+            sock.settimeout(timeout)
+            sock.recv(64)  # the server answers nothing and closes; wait for that so the request is read
+    except OSError as exc:
+        log.info("no adb server to tell on %s:%d (%s)", host, server_port, exc)
+        return False
+    return True
+
+
 class _Stream:
     """One stream: our id, the host's id, and our end of the socketpair the service runs on."""
 
@@ -120,7 +136,10 @@ class _Transport:
     def read(self) -> Packet:
         self._wait_readable(None if self.online else HANDSHAKE_TIMEOUT)
         max_payload = MAX_PAYLOAD if self.online else MAX_PAYLOAD_V1
-        return read_packet(self.sock, max_payload=max_payload, check_data=self.version < A_VERSION_SKIP_CHECKSUM)
+        # Checksums are checked only once a version below A_VERSION_SKIP_CHECKSUM is agreed: a host that
+        # reconnects sends its CNXN with the version it agreed before (adb 1.0.41 sends no checksum then).
+        check = self.online and self.version < A_VERSION_SKIP_CHECKSUM
+        return read_packet(self.sock, max_payload=max_payload, check_data=check)
 
     # ---- the connection
 
