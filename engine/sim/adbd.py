@@ -64,6 +64,8 @@ MIN_MAXDATA = 256
 """A host that accepts less than this per message cannot be served (protocol.txt: close the connection)."""
 MAX_STREAMS = 64
 """Open streams one transport may hold; an OPEN beyond it is refused (CLSE)."""
+MAX_TRANSPORTS = 16
+"""Connections served at once (an adb server holds one; the emulator-N probe and `adb connect` make two)."""
 EMULATOR_PORTS = range(5555, 5586, 2)
 """The adb ports an adb server probes at start for local emulators (transport_local.cpp), named emulator-<port-1>."""
 
@@ -239,6 +241,8 @@ class _Transport:
         """The service's status becomes READY or CLSE, its output WRTE messages (one in flight), its end a CLSE."""
         opened = False
         try:
+            if not self._output_waiting(stream):
+                return
             status = _recv_upto(stream.end, 4)
             if status != b"OKAY":
                 if status == b"FAIL":
@@ -246,7 +250,7 @@ class _Transport:
                 return
             self.send(A_OKAY, stream.local_id, stream.remote_id)
             opened = True
-            while not stream.closed_by_host:
+            while self._output_waiting(stream):
                 data = stream.end.recv(self.max_send)
                 if not data:
                     return
@@ -266,6 +270,15 @@ class _Transport:
                     pass
             _shutdown(stream.end)
             stream.end.close()
+
+    def _output_waiting(self, stream: _Stream) -> bool:
+        """Wait for the service's next bytes (or its end): a touch agent or a hung service may be silent for
+        long, so this waits without a bound of its own until the host closes the stream or stop()."""
+        while not (stream.closed_by_host or self.server.stopping.is_set()):
+            readable, _, _ = select.select([stream.end], [], [], POLL)
+            if readable:
+                return True
+        return False
 
     def _wait_ready(self, stream: _Stream) -> bool:
         waited = 0.0
@@ -398,6 +411,12 @@ class AdbdServer:
                 sock, _ = listener.accept()
             except OSError:
                 return
+            with self._lock:
+                crowded = len(self._transports) >= MAX_TRANSPORTS
+            if crowded:
+                log.warning("refusing a connection: %d adb servers are connected already", MAX_TRANSPORTS)
+                sock.close()
+                continue
             threading.Thread(target=self._handle, args=(sock,), daemon=True, name=f"adbd-transport:{self.port}").start()
 
     def _handle(self, sock: socket.socket) -> None:

@@ -171,6 +171,35 @@ def test_shell_v2_carries_the_exit_code_and_input_taps(emulator, game):
         client.close()
 
 
+def test_a_touch_agent_stream_stays_open_while_silent_and_talks_both_ways(emulator, game, monkeypatch):
+    """maatouch runs in a shell whose stream is its protocol (engine.sim.touch): idle between taps, longer than
+    any read bound, and answering `s TOKEN` once the taps before it are done."""
+    monkeypatch.setattr(adbd_module, "RECV_TIMEOUT", 0.3)
+    emulator.device.files["/data/local/tmp/maatouch"] = b"pushed"
+    client = Client(emulator.port)
+    try:
+        client.connect()
+        client.send(message("OPEN", 4, 0, b"shell:CLASSPATH=/data/local/tmp/maatouch app_process / "
+                                          b"com.shxyke.MaaTouch.App\0"))
+        name, device_id, _, _ = client.recv()
+        assert name == "OKAY"
+        name, _, _, header = client.recv()
+        assert name == "WRTE" and header.startswith(b"^ 2 %d %d" % game.graph.resolution)
+        client.send(message("OKAY", 4, device_id))
+        client.sock.settimeout(1.0)
+        with pytest.raises(socket.timeout):  # silent, and still open after three times the read bound
+            client.recv()
+        client.sock.settimeout(5)
+        client.send(message("WRTE", 4, device_id, b"d 0 320 275 50\nc\nu 0\nc\ns 7\n"))
+        assert client.recv()[:3] == ("OKAY", device_id, 4)
+        assert client.recv() == ("WRTE", device_id, 4, b"7\n")
+        assert game.truth()["page"] == "page_main"
+        client.send(message("CLSE", 4, device_id))
+        assert client.run("shell:echo after", local_id=5)[0] == b"after\n"
+    finally:
+        client.close()
+
+
 def test_old_version_checks_the_checksum_new_version_does_not(emulator):
     old = Client(emulator.port)
     try:
