@@ -182,6 +182,14 @@ class _Transport:
         version, maxdata = packet.arg0, packet.arg1
         if version < A_VERSION_MIN or maxdata < MIN_MAXDATA:
             raise StreamClosed(f"CNXN with version {version:#x}, maxdata {maxdata}: cannot serve it")
+        if self.online:
+            # A CNXN on a live transport starts it over (adb.cpp's handle_new_connection: offline, then online):
+            # the streams of the old session end.
+            with self.streams_lock:
+                streams = list(self.streams.values())
+            for stream in streams:
+                stream.closed_by_host = True
+                _shutdown(stream.end)
         self.version = min(version, A_VERSION)
         self.max_send = min(maxdata, MAX_PAYLOAD)
         self.online = True

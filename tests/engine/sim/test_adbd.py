@@ -200,6 +200,19 @@ def test_a_touch_agent_stream_stays_open_while_silent_and_talks_both_ways(emulat
         client.close()
 
 
+def test_a_second_cnxn_starts_the_transport_over(emulator):
+    client = Client(emulator.port)
+    try:
+        client.connect()
+        client.send(message("OPEN", 4, 0, b"shell,v2,raw:echo left open\0"))
+        assert client.recv()[0] == "OKAY"
+        assert client.recv()[0] == "WRTE"  # not acknowledged: the stream waits for our READY
+        assert client.connect().startswith("device::")  # adb.cpp: offline, then online again
+        assert client.run("shell:echo new session", local_id=5)[0] == b"new session\n"
+    finally:
+        client.close()
+
+
 def test_old_version_checks_the_checksum_new_version_does_not(emulator):
     old = Client(emulator.port)
     try:
