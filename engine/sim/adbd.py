@@ -24,6 +24,7 @@ import logging
 import select
 import socket
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from engine.core.errors import StreamClosed
@@ -123,15 +124,13 @@ class _Transport:
         with self.send_lock:
             self.sock.sendall(encode(Packet(command, arg0, arg1, payload)))
 
-    def _wait_readable(self, deadline: float | None) -> None:
+    def _wait_readable(self, bound: float | None) -> None:
         """Block until a message begins (an idle transport may stay open for hours), or stop()."""
-        waited = 0.0
+        deadline = None if bound is None else time.monotonic() + bound
         while not self.server.stopping.is_set():
-            readable, _, _ = select.select([self.sock], [], [], POLL)
-            if readable:
+            if _readable(self.sock):
                 return
-            waited += POLL
-            if deadline is not None and waited >= deadline:
+            if deadline is not None and time.monotonic() >= deadline:
                 raise StreamClosed("no CNXN from the adb server in time")
         raise StreamClosed("the simulated emulator is stopping")
 
@@ -283,16 +282,15 @@ class _Transport:
         """Wait for the service's next bytes (or its end): a touch agent or a hung service may be silent for
         long, so this waits without a bound of its own until the host closes the stream or stop()."""
         while not (stream.closed_by_host or self.server.stopping.is_set()):
-            readable, _, _ = select.select([stream.end], [], [], POLL)
-            if readable:
+            if _readable(stream.end):
                 return True
         return False
 
     def _wait_ready(self, stream: _Stream) -> bool:
-        waited = 0.0
+        """Wait for the host's READY for our last WRTE (protocol.txt: one WRTE in flight), within RECV_TIMEOUT."""
+        deadline = time.monotonic() + RECV_TIMEOUT
         while not stream.ready.wait(POLL):
-            waited += POLL
-            if stream.closed_by_host or self.server.stopping.is_set() or waited >= RECV_TIMEOUT:
+            if stream.closed_by_host or self.server.stopping.is_set() or time.monotonic() >= deadline:
                 return False
         return not stream.closed_by_host
 
@@ -304,6 +302,13 @@ def _serve(conv: Conversation, destination: str) -> None:
         log.debug("service %r ended: %s", destination, exc)
     finally:
         conv.sock.close()
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Data (or the end) is waiting on `sock` within POLL seconds. poll(), not select(): any fd number works."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(POLL * 1000))
 
 
 def _recv_upto(sock: socket.socket, n: int) -> bytes:

@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -309,15 +310,23 @@ def test_scenario_device_faults(tiny_graph, clock, fault):
             client.close()
 
 
-def test_stop_drops_every_transport(game):
+def test_stop_drops_every_transport_and_leaves_no_thread(game):
     server = AdbdServer(game).start()
+    server.device.files["/data/local/tmp/maatouch"] = b"pushed"
     client = Client(server.port)
     try:
         client.connect()
+        client.send(message("OPEN", 4, 0, b"shell:CLASSPATH=/data/local/tmp/maatouch app_process / "
+                                          b"com.shxyke.MaaTouch.App\0"))
+        assert client.recv()[0] == "OKAY"  # a stream that would stay open for as long as the host wants
         server.stop()
         assert client.closed()
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+        deadline = time.monotonic() + 5
+        while any(t.name.startswith("adbd") for t in threading.enumerate()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [t.name for t in threading.enumerate() if t.name.startswith("adbd")] == []
     finally:
         client.close()
         server.stop()
