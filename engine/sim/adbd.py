@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import select
 import socket
 import threading
 import time
@@ -47,7 +46,11 @@ from engine.sim.adbd_wire import (
     Packet,
     banner,
     encode,
+    fail_message,
     read_packet,
+    readable,
+    recv_upto,
+    shutdown,
 )
 from engine.sim.simdevice import SimDevice
 
@@ -128,7 +131,7 @@ class _Transport:
         """Block until a message begins (an idle transport may stay open for hours), or stop()."""
         deadline = None if bound is None else time.monotonic() + bound
         while not self.server.stopping.is_set():
-            if _readable(self.sock):
+            if readable(self.sock, POLL):
                 return
             if deadline is not None and time.monotonic() >= deadline:
                 raise StreamClosed("no CNXN from the adb server in time")
@@ -166,7 +169,7 @@ class _Transport:
                     stream = self._stream(packet.arg1)
                     if stream is not None:
                         stream.closed_by_host = True
-                        _shutdown(stream.end)
+                        shutdown(stream.end)
         finally:
             self.close()
 
@@ -174,8 +177,8 @@ class _Transport:
         with self.streams_lock:
             streams = list(self.streams.values())
         for stream in streams:
-            _shutdown(stream.end)
-        _shutdown(self.sock)
+            shutdown(stream.end)
+        shutdown(self.sock)
 
     def _connect(self, packet: Packet) -> None:
         version, maxdata = packet.arg0, packet.arg1
@@ -188,7 +191,7 @@ class _Transport:
                 streams = list(self.streams.values())
             for stream in streams:
                 stream.closed_by_host = True
-                _shutdown(stream.end)
+                shutdown(stream.end)
         self.version = min(version, A_VERSION)
         self.max_send = min(maxdata, MAX_PAYLOAD)
         self.online = True
@@ -250,10 +253,10 @@ class _Transport:
         try:
             if not self._output_waiting(stream):
                 return
-            status = _recv_upto(stream.end, 4)
+            status = recv_upto(stream.end, 4)
             if status != b"OKAY":
                 if status == b"FAIL":
-                    log.info("stream %d refused: %s", stream.local_id, _fail_message(stream.end))
+                    log.info("stream %d refused: %s", stream.local_id, fail_message(stream.end))
                 return
             self.send(A_OKAY, stream.local_id, stream.remote_id)
             opened = True
@@ -275,14 +278,14 @@ class _Transport:
                     self.send(A_CLSE, stream.local_id if opened else 0, stream.remote_id)
                 except OSError:
                     pass
-            _shutdown(stream.end)
+            shutdown(stream.end)
             stream.end.close()
 
     def _output_waiting(self, stream: _Stream) -> bool:
         """Wait for the service's next bytes (or its end): a touch agent or a hung service may be silent for
         long, so this waits without a bound of its own until the host closes the stream or stop()."""
         while not (stream.closed_by_host or self.server.stopping.is_set()):
-            if _readable(stream.end):
+            if readable(stream.end, POLL):
                 return True
         return False
 
@@ -302,38 +305,6 @@ def _serve(conv: Conversation, destination: str) -> None:
         log.debug("service %r ended: %s", destination, exc)
     finally:
         conv.sock.close()
-
-
-def _readable(sock: socket.socket) -> bool:
-    """Data (or the end) is waiting on `sock` within POLL seconds. poll(), not select(): any fd number works."""
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    return bool(poller.poll(POLL * 1000))
-
-
-def _recv_upto(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def _fail_message(sock: socket.socket) -> str:
-    try:
-        size = int(_recv_upto(sock, 4) or b"0", 16)
-        return _recv_upto(sock, min(size, 4096)).decode("utf-8", errors="replace")
-    except (ValueError, OSError):
-        return "(no reason given)"
-
-
-def _shutdown(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 class AdbdServer:
@@ -398,7 +369,7 @@ class AdbdServer:
             return
         self._requested_port = listener.getsockname()[1]
         self.stopping.set()
-        _shutdown(listener)
+        shutdown(listener)
         listener.close()
         with self._lock:
             transports = list(self._transports)

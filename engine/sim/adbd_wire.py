@@ -7,11 +7,12 @@ unrecognized command MUST result in the closing of the remote connection"), ``ad
 A_VERSION_SKIP_CHECKSUM 0x01000001: from that version on the payload checksum is neither sent nor checked;
 MAX_PAYLOAD_V1 4096 bounds CNXN and AUTH packets) and ``adb/adb.cpp`` (``calculate_apacket_checksum``: the sum of the
 payload's bytes; ``get_connection_string``: the banner ``device::ro.product.name=..;ro.product.model=..;
-ro.product.device=..;features=..``).
+ro.product.device=..;features=..``). The socket helpers below are what adbd's reader and its streams share.
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 from dataclasses import dataclass
@@ -107,3 +108,36 @@ def banner(props: dict[str, str], features: tuple[str, ...] = FEATURES) -> bytes
     if len(data) > MAX_PAYLOAD_V1:
         raise ValueError(f"the connection banner is {len(data)} bytes, over adb's {MAX_PAYLOAD_V1}")
     return data
+
+
+def readable(sock: socket.socket, seconds: float = 0.2) -> bool:
+    """Data (or the end) is waiting on `sock` within `seconds`. poll(), not select(): any fd number works."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(seconds * 1000))
+
+
+def recv_upto(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def fail_message(sock: socket.socket) -> str:
+    """The reason after a host-protocol ``FAIL``: 4 hex digits of length, then the text (at most 4 KiB read)."""
+    try:
+        size = int(recv_upto(sock, 4) or b"0", 16)
+        return recv_upto(sock, min(size, 4096)).decode("utf-8", errors="replace")
+    except (ValueError, OSError):
+        return "(no reason given)"
+
+
+def shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
