@@ -75,6 +75,10 @@ class Client:
     def connect(self, version: int = V2, maxdata: int = 1024 * 1024) -> str:
         self.send(message("CNXN", version, maxdata, b"host::features=shell_v2\0"))
         name, their_version, _, banner = self.recv()
+        for _ in range(8):  # a stream of the session before may still close (CLSE) before the answer to a new CNXN
+            if name == "CNXN":
+                break
+            name, their_version, _, banner = self.recv()
         assert name == "CNXN" and their_version == V2
         self.version = min(version, their_version)
         return banner.decode()
