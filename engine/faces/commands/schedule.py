@@ -63,8 +63,11 @@ def _run(args: argparse.Namespace) -> int:
     from engine.schedule.notify import Notifier, load_notify
 
     serials = _devices(args)
-    args.serial = args.serial or serials[0]  # the session options are checked as for one of the devices
-    check_session_arguments(args)
+    if serials != [None]:
+        args.serial = serials[0]  # the session options are checked as for one of the devices
+    check_session_arguments(args)  # with no device named: --serial (auto by default) picks one
+    if serials == [None]:
+        serials = [args.serial]
     progress = logging.getLogger("engine.runtime.scheduler")
     if progress.getEffectiveLevel() > logging.INFO:
         progress.setLevel(logging.INFO)  # each run and its outcome is the progress on stderr
