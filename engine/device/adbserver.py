@@ -232,3 +232,22 @@ def _listener_pid(port: int) -> int | None:
 
     pids = listener_pids(port)
     return pids[0] if pids else None
+
+
+def settle(host: str | None = None, port: int | None = None) -> ServerCheck:
+    """Check the server a device will be reached through, before a session opens it: a port held by something
+    else raises; a version mismatch is replaced when the user allowed it (ENGINE_ADB_TAKEOVER=1), else returned
+    for the caller to report.
+
+    Raises:
+        AdbServerDown: the port is held by something that is not an ADB server.
+    """
+    found = check(host, port)
+    if found.listening == "other":
+        raise AdbServerDown(f"{found.problem}. {found.fix}")
+    if found.problem and takeover_allowed():
+        log.warning("%s; replacing it (%s)", found.problem, TAKEOVER_ENV)
+        kill(host, port, force=True)
+        start(host, port, binary=found.binary)
+        return check(host, port)
+    return found

@@ -29,16 +29,20 @@ def listener_pids(port: int) -> list[int]:
         return []
     wanted = {f"socket:[{i}]" for i in inodes}
     pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
         try:
-            for fd in os.scandir(f"/proc/{entry.name}/fd"):
-                if os.readlink(fd.path) in wanted:
-                    pids.append(int(entry.name))
-                    break
+            fds = os.listdir(f"/proc/{name}/fd")
         except OSError:
             continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
+                    pids.append(int(name))
+                    break
+            except OSError:
+                continue
     return sorted(pids)
 
 

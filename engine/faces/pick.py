@@ -27,6 +27,7 @@ def resolve_serial(args: argparse.Namespace) -> None:
         if moved != serial:
             print(f"device: nothing answers on {serial}; MuMu moved it to {moved}, using that", file=sys.stderr)
         args.serial = moved
+        _check_server(args)
         return
     if getattr(args, "scenario", None) is not None or getattr(args, "seed", None) is not None:
         args.serial = None  # simulator options ask for the simulator
@@ -45,3 +46,18 @@ def resolve_serial(args: argparse.Namespace) -> None:
                           f"ENGINE_SERIAL=SERIAL), or --serial sim for the built-in simulator")
     args.serial = usable[0].serial
     print(f"device: using {discovery.describe(usable[0])}, the only device found", file=sys.stderr)
+    _check_server(args)
+
+
+def _check_server(args: argparse.Namespace) -> None:
+    """One ADB server, no fights: a port held by something else is an error naming it (exit 2); another adb
+    version is said on stderr with both versions and the fix (engine.device.adbserver)."""
+    from engine.core.errors import AdbServerDown
+    from engine.device import adbserver
+
+    try:
+        found = adbserver.settle(getattr(args, "adb_host", None), getattr(args, "adb_port", None))
+    except AdbServerDown as exc:
+        raise ConfigError(str(exc)) from None
+    if found.problem:
+        print(f"warning: {found.problem}. {found.fix}", file=sys.stderr)
