@@ -109,12 +109,7 @@ class Ladder:
         result = Repair(self.device.serial)
         for name, step in (("reconnect", self._reconnect), ("restart_adb_server", self._restart_server),
                            ("restart_emulator", self._restart_emulator)):
-            start = time.monotonic()
-            try:
-                outcome, detail = step()
-            except Exception as exc:  # noqa: BLE001 - a step that breaks is a failed step, never a crash
-                outcome, detail = "failed", f"{type(exc).__name__}: {exc}"
-            self._note(result, Step(name, outcome, detail, (time.monotonic() - start) * 1000))
+            outcome = self._step(result, name, step).outcome
             if outcome == "ok":
                 result.ok = True
                 return result
@@ -125,6 +120,23 @@ class Ladder:
                          "devices file (`python -m engine devices` prints them)") if not self.restart else \
             "the device did not come back after the emulator's restart: it needs a look"
         return result
+
+    def restart_instance(self) -> Repair:
+        """Only the last step: the emulator's restart commands, then wait for the device (the scheduler's step after
+        a game restart that did not help)."""
+        result = Repair(self.device.serial)
+        result.ok = self._step(result, "restart_emulator", self._restart_emulator).outcome == "ok"
+        return result
+
+    def _step(self, result: Repair, name: str, step: Callable[[], tuple[str, str]]) -> Step:
+        start = time.monotonic()
+        try:
+            outcome, detail = step()
+        except Exception as exc:  # noqa: BLE001 - a step that breaks is a failed step, never a crash
+            outcome, detail = "failed", f"{type(exc).__name__}: {exc}"
+        done = Step(name, outcome, detail, (time.monotonic() - start) * 1000)
+        self._note(result, done)
+        return done
 
     def _note(self, result: Repair, step: Step) -> None:
         result.steps.append(step)
@@ -142,7 +154,11 @@ class Ladder:
     def _reconnect(self) -> tuple[str, str]:
         from engine.device.adb import is_network_serial
 
-        client, serial = self.device._client, self.device.serial
+        client, serial = getattr(self.device, "_client", None), self.device.serial
+        if client is None:  # a Device with no adbutils client underneath: its own reconnect, then a look
+            self.device.reconnect()
+            ok, health = self._healthy()
+            return ("ok" if ok else "failed"), f"reconnected; health {health}"
         with client.bounded(self.device.policies.get("health").timeout):
             try:
                 states = {info.serial: info.state for info in client.list()}
@@ -161,14 +177,16 @@ class Ladder:
                     return "stop", f"adb connect {serial}: {reply}: the serial is wrong"
                 if kind in ("refused", "failed"):
                     return "failed", f"adb connect {serial}: {reply} ({kind})"
-        self.device._client.forget_version()
+        client.forget_version()
         ok, health = self._healthy()
         return ("ok" if ok else "failed"), f"{reply}; health {health}"
 
     def _restart_server(self) -> tuple[str, str]:
         from engine.device import adbserver
 
-        host, port = self.device.host, self.device.port
+        host, port = getattr(self.device, "host", None), getattr(self.device, "port", None)
+        if port is None:
+            return "skipped", "the device is behind no ADB server the engine can restart"
         if not (adbserver.is_owned(port) or adbserver.takeover_allowed()):
             return "skipped", (f"the ADB server on port {port} is not the engine's: not restarted "
                                f"({adbserver.TAKEOVER_ENV}=1 allows it)")
