@@ -288,8 +288,10 @@ def _merge(listed: list[tuple[str, str]], instances: list[Instance], answers: di
         if row is None:
             rows[key] = Row(serial, state, emulator=emulator_of_port(port_of(serial) or 0) if port_of(serial)
                             else None, found_by=["adb server"])
-        else:  # the same device under its other name: keep the one that works
-            if row.state != "device" and state == "device":
+        else:  # the same device under its other name: keep the one that works, and host:port (adb connect can
+            # bring it back after a drop) when both do
+            if (row.state != "device" and state == "device") or (
+                    row.state == state and serial.startswith("127.0.0.1:") and not row.serial.startswith("127.")):
                 row.aliases.append(row.serial)
                 row.serial, row.state = serial, state
             else:

@@ -138,16 +138,16 @@ def test_scan_merges_server_files_and_probes_one_row_per_device(tmp_path, no_env
             stub.stop()
             stranger.stop()
     rows = {row.serial: row for row in found.rows}
-    assert set(rows) == {"emulator-5554", "phone-1", f"127.0.0.1:{stub.port}", f"127.0.0.1:{stranger.port}"}
-    pair = rows["emulator-5554"]
-    assert (pair.emulator, pair.instance, pair.aliases, pair.state) == ("LDPlayer", "leidian0", ["127.0.0.1:5555"],
+    assert set(rows) == {"127.0.0.1:5555", "phone-1", f"127.0.0.1:{stub.port}", f"127.0.0.1:{stranger.port}"}
+    pair = rows["127.0.0.1:5555"]  # both names work: host:port is kept (adb connect can bring it back)
+    assert (pair.emulator, pair.instance, pair.aliases, pair.state) == ("LDPlayer", "leidian0", ["emulator-5554"],
                                                                        "device")
     assert pair.resolution == "1280x720" and pair.package is None
     nox_row = rows[f"127.0.0.1:{stub.port}"]
     assert (nox_row.emulator, nox_row.instance, nox_row.state) == ("Nox", "Nox_1", "not connected")
     assert "port probe" in nox_row.found_by and nox_row.restart
     assert rows[f"127.0.0.1:{stranger.port}"].state == "not adb"
-    assert {r.serial for r in found.usable} == {"emulator-5554", "phone-1", f"127.0.0.1:{stub.port}"}
+    assert {r.serial for r in found.usable} == {"127.0.0.1:5555", "phone-1", f"127.0.0.1:{stub.port}"}
     assert found.server["running"] and found.problems == []
 
 
@@ -202,9 +202,9 @@ def test_auto_takes_the_only_device_refuses_several_and_falls_back_to_the_simula
     with FakeAdbServer({"emulator-5554": game, "127.0.0.1:5555": game}) as server:
         args = _args(adb_port=server.port)
         resolve_serial(args)
-        assert args.serial == "emulator-5554" and "only device" in capsys.readouterr().err
+        assert args.serial == "127.0.0.1:5555" and "only device" in capsys.readouterr().err
         resolve_serial(args)  # idempotent
-        assert args.serial == "emulator-5554"
+        assert args.serial == "127.0.0.1:5555"
     with FakeAdbServer({"emulator-5554": game, "emulator-5556": game}) as server:
         with pytest.raises(ConfigError, match=r"2 devices found: emulator-5554 .*emulator-5556.*--serial"):
             resolve_serial(_args(adb_port=server.port))
