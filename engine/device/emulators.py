@@ -118,14 +118,30 @@ def read_ldplayer(root: Path) -> Found:
     machine files hold no forwarding record. Source: ALAS emulator_windows.py iter_instances (LDPlayerFamily)."""
     found = Found()
     console = root / "ldconsole.exe"
+    titles = _ldconsole_titles(console, found)
     for folder in _folders(root / "vms", found):
         match = re.fullmatch(r"leidian(\d+)", folder.name)
         if match:
             n = int(match.group(1))
             # platform_windows.py: ldconsole.exe quit --index N / launch --index N
             restart = (f"{_quoted(console)} quit --index {n}", f"{_quoted(console)} launch --index {n}")
-            found.instances.append(Instance("LDPlayer", folder.name, 5555 + 2 * n, str(folder), restart))
+            found.instances.append(Instance("LDPlayer", titles.get(n, folder.name), 5555 + 2 * n, str(folder),
+                                            restart))
     return found
+
+
+def _ldconsole_titles(console: Path, found: Found) -> dict[int, str]:
+    """The instances' titles from ``ldconsole list2`` (Windows only, bounded; GBK as MaaFramework decodes it)."""
+    if sys.platform != "win32" or not console.is_file():
+        return {}
+    import subprocess
+
+    try:
+        out = subprocess.run([str(console), "list2"], capture_output=True, timeout=3.0).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        found.problems.append(f"{console} list2: {exc}")
+        return {}
+    return parse_ldconsole_list2(out.decode("gbk", errors="replace"))
 
 
 def parse_ldconsole_list2(text: str) -> dict[int, str]:

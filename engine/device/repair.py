@@ -109,12 +109,12 @@ class Ladder:
         result = Repair(self.device.serial)
         for name, step in (("reconnect", self._reconnect), ("restart_adb_server", self._restart_server),
                            ("restart_emulator", self._restart_emulator)):
-            outcome = self._step(result, name, step).outcome
-            if outcome == "ok":
+            done = self._step(result, name, step)
+            if done.outcome == "ok":
                 result.ok = True
                 return result
-            if outcome == "stop":
-                result.advice = detail
+            if done.outcome == "stop":
+                result.advice = done.detail
                 return result
         result.advice = ("the device did not come back: check the emulator, or declare its restart commands in the "
                          "devices file (`python -m engine devices` prints them)") if not self.restart else \

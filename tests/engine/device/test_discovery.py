@@ -214,3 +214,16 @@ def test_auto_takes_the_only_device_refuses_several_and_falls_back_to_the_simula
     args = _args(seed=3)  # simulator options ask for the simulator: no scan
     resolve_serial(args)
     assert args.serial is None
+
+
+def test_the_devices_command_lists_instances_and_what_to_do(tmp_path, no_env, capsys):
+    from engine.__main__ import build_parser
+
+    memu = installs.memu(tmp_path / "MEmu", {"MEmu_1": 21513})
+    args = build_parser().parse_args(["devices", "--emulator-path", str(memu), "--graph", str(tmp_path / "none")])
+    assert args.handler(args) == 1  # nothing usable: the instance is not running
+    out = capsys.readouterr().out
+    assert "127.0.0.1:21513  not running  (MEmu 'MEmu_1')" in out
+    assert "what to do: the instance is installed but its port does not answer" in out
+    assert 'restart: "' in out and "memuc.exe\" start -n MEmu_1" in out
+    assert "could not read: no ADB server" in out and "adb: no ADB server" in out
