@@ -150,7 +150,8 @@ class ServerCheck:
     def _bin(self) -> str:
         if self.binary is None:
             return "not found"
-        return f"{self.binary} (1.0.{self.binary_version})" if self.binary_version else f"{self.binary} (version unread)"
+        version = f"1.0.{self.binary_version}" if self.binary_version else "version unread"
+        return f"{self.binary} ({version})"
 
 
 def check(host: str | None = None, port: int | None = None, *, listening: bool | None = None,

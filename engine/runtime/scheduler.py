@@ -10,8 +10,8 @@ the game is restarted (force-stop, launch, the schedule's start task); a lost de
 (engine.device.repair: reconnect, the engine's own ADB server, the emulator's restart commands from the devices file)
 and is then probed and waited for before anything else runs; a game restart that does not help is followed by the
 emulator's restart when the devices file declares one; after `give_up_after` failures the task is put off with the
-reason recorded, and a person is told (engine.schedule.notify). A run whose due time passed more than MISSED_GRACE_S ago (the machine
-slept, the scheduler was stopped) is reported as missed and run once, at once.
+reason recorded, and a person is told (engine.schedule.notify). A run whose due time passed more than
+MISSED_GRACE_S ago (the machine slept, the scheduler was stopped) is reported as missed and run once, at once.
 """
 
 from __future__ import annotations
