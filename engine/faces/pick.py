@@ -55,9 +55,18 @@ def _check_server(args: argparse.Namespace) -> None:
     from engine.core.errors import AdbServerDown
     from engine.device import adbserver
 
+    host, port = getattr(args, "adb_host", None), getattr(args, "adb_port", None)
     try:
-        found = adbserver.settle(getattr(args, "adb_host", None), getattr(args, "adb_port", None))
+        found = adbserver.settle(host, port)
     except AdbServerDown as exc:
         raise ConfigError(str(exc)) from None
     if found.problem:
         print(f"warning: {found.problem}. {found.fix}", file=sys.stderr)
+    if found.listening == "none" and found.address.startswith("127.0.0.1:"):
+        # adb's own convention: the client starts the server it needs; this one is recorded as the engine's
+        try:
+            version = adbserver.start(host, port)
+            print(f"device: started an ADB server on {found.address} (1.0.{version}, {found.binary}); it stays up "
+                  "for your other adb tools", file=sys.stderr)
+        except AdbServerDown as exc:
+            print(f"device: no ADB server at {found.address} and none could be started: {exc}", file=sys.stderr)

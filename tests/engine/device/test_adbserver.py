@@ -91,3 +91,26 @@ def test_no_server_is_started_for_a_port_someone_else_holds(closing_server, home
     with socket.socket() as s:
         s.settimeout(1)
         s.connect(("127.0.0.1", closing_server.port))
+
+
+@pytest.mark.skipif(REAL_ADB is None, reason="Debian's adb is not installed")
+def test_a_device_named_with_no_server_running_gets_the_engines_own(home, dead_port, monkeypatch, capsys):
+    monkeypatch.setenv("ENGINE_ADB", REAL_ADB)
+    args = argparse.Namespace(serial="127.0.0.1:5999", adb_host=None, adb_port=dead_port, scenario=None, seed=None)
+    try:
+        resolve_serial(args)
+        assert "started an ADB server" in capsys.readouterr().err
+        assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "adb" and adbserver.is_owned(dead_port)
+    finally:
+        adbserver.kill(port=dead_port, force=True)
+    end = time.monotonic() + 10
+    while adbserver.probe_server("127.0.0.1", dead_port)[0] != "none" and time.monotonic() < end:
+        time.sleep(0.1)
+    assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "none"
+
+
+def test_no_adb_binary_is_a_message_not_a_crash(home, dead_port, monkeypatch, capsys):
+    monkeypatch.setenv("ENGINE_ADB", "/bin/false")
+    args = argparse.Namespace(serial="phone-9", adb_host=None, adb_port=dead_port, scenario=None, seed=None)
+    resolve_serial(args)
+    assert args.serial == "phone-9" and "none could be started" in capsys.readouterr().err
