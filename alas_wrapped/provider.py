@@ -74,7 +74,9 @@ class AlasProvider:
         self.checkout.interpreter()  # ConfigError (bad input) when no Python here can run this ALAS
         if (warning := adb_warning(name, device)) is not None:
             log.warning("%s", warning)
-        worker = Worker(self._argv(task, device), cwd=self.checkout.root, env=self._env(device))
+        port = getattr(device, "port", None)  # an adb server ALAS starts there must not outlive the run
+        worker = Worker(self._argv(task, device), cwd=self.checkout.root, env=self._env(device),
+                        adb_port=port if isinstance(port, int) else None)
         try:
             worker.start()
         except OSError as exc:
@@ -125,7 +127,7 @@ class AlasProvider:
         code = worker.returncode
         extra: dict[str, Any] = {"pid": worker.pid, "exit_code": code, "killed": worker.killed,
                                  "survivors": survivors, "last_lines": last[-SHOWN_LINES:],
-                                 "dropped_lines": worker.dropped}
+                                 "dropped_lines": worker.dropped, "adb_servers_ended": worker.strays}
         if verdict is not None and verdict.get("error"):
             extra["error"] = verdict["error"]
         if end == "timeout":

@@ -7,6 +7,10 @@ the deadline comes or the run is cancelled; ``kill`` sends TERM to the whole gro
 to whatever is left, and checks that no member of the group is still alive (zombies waiting to be reaped by init do
 not count: they run nothing).
 
+An adb server the program starts (``adb -L tcp:PORT fork-server server``) daemonises out of the group, so killing
+the group misses it: given the ADB server port the program was told (``adb_port``), the worker ends whatever adb
+server listens there after the run that did not listen there before it (engine.device.procnet finds it).
+
 Linux (and other POSIX systems with /proc): process groups and /proc are how the group is found and ended.
 """
 
@@ -60,8 +64,12 @@ class Worker:
     """One run of a program in its own process group."""
 
     def __init__(self, argv: Sequence[str], *, cwd: str | Path | None = None, env: dict[str, str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, adb_port: int | None = None) -> None:
         self.argv, self.cwd, self.env, self.clock = list(argv), cwd, env, clock
+        self.adb_port = adb_port
+        self._listeners_before: set[int] = set()
+        self.strays: list[int] = []
+        """Pids of adb servers the run left on `adb_port` that were ended after it."""
         self.proc: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str] = queue.Queue()
         self.last: deque[str] = deque(maxlen=LAST_LINES)
@@ -78,6 +86,10 @@ class Worker:
 
     def start(self) -> None:
         """Start the program (OSError when it cannot be started: no such interpreter, not executable)."""
+        if self.adb_port:
+            from engine.device.procnet import listener_pids
+
+            self._listeners_before = set(listener_pids(self.adb_port))
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                      bufsize=1, start_new_session=True)
@@ -150,6 +162,37 @@ class Worker:
         """End the whole group: TERM, up to `grace` seconds, then KILL. Returns pids that survived (none, normally)."""
         if self.proc is None:
             return []
+        try:
+            return self._kill_group(why, grace)
+        finally:
+            self.strays = self._end_strays(grace)
+            self._finish_reading()  # after the strays: a daemon keeps the output pipe open while it lives
+
+    def _end_strays(self, grace: float) -> list[int]:
+        """TERM (then KILL) every adb server listening on `adb_port` now that did not before the run."""
+        if not self.adb_port:
+            return []
+        from engine.device.procnet import cmdline, listener_pids
+
+        strays = [pid for pid in listener_pids(self.adb_port) if pid not in self._listeners_before
+                  and pid != os.getpid() and "fork-server" in cmdline(pid)]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in strays:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            end = self.clock() + grace
+            while any(_running(pid) for pid in strays) and self.clock() < end:
+                time.sleep(POLL_S)
+            if not any(_running(pid) for pid in strays):
+                break
+        for pid in strays:
+            log.warning("ended the adb server %d the run left on port %d: %s", pid, self.adb_port,
+                        " ".join(cmdline(pid)) or "(gone)")
+        return strays
+
+    def _kill_group(self, why: str, grace: float) -> list[int]:
         pgid = self.proc.pid
         if not self.alive():
             self._reap(REAP_S)
@@ -171,7 +214,6 @@ class Worker:
         left = self.alive()
         if left:
             log.error("processes %s of group %d survived KILL", left, pgid)
-        self._finish_reading()
         return left
 
     def _reap(self, timeout: float = 0.0) -> None:
@@ -189,3 +231,12 @@ class Worker:
             pass
         except PermissionError as exc:
             log.error("cannot signal process group %d: %s", pgid, exc)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, whose parent has not reaped it yet, runs nothing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:][:1] not in ("Z", "X")

@@ -16,6 +16,11 @@ SHARED = ROOT.parent / "shared"
 # adbutils spawns a real `adb start-server` on 5037 when it cannot connect; tests never want that.
 os.environ.setdefault("ADBUTILS_ADB_PATH", "/bin/false")
 
+# Commands without --serial discover devices (engine.faces.pick); tests run side by side, each with its own
+# simulators on ports a scan would find, so the whole suite drives the built-in simulator unless a test says
+# otherwise (discovery's own tests unset this).
+os.environ["ENGINE_SERIAL"] = "sim"
+
 # The agent's home (learned skills, engine.agent.skills) is a fresh folder per test run, set before anything
 # imports the engine, so no test, in process or in a subprocess, reads or writes the real one.
 ENGINE_HOME = tempfile.mkdtemp(prefix="engine-home-")

@@ -1,7 +1,9 @@
 """The device layer: the Device protocol, the ADB implementation, frame sanity and the health record.
 
 ``open_device(serial)`` drives a phone or emulator, or the simulator behind its fake ADB server (the same path a
-phone takes); starting the simulator is the runtime's business (engine.runtime.devices.open_simulated).
+phone takes); starting the simulator is the runtime's business (engine.runtime.devices.open_simulated). Finding
+devices is engine.device.discovery (each emulator's instance files: engine.device.emulators), the ADB server's
+version and ownership engine.device.adbserver, and a dropped link's repair engine.device.repair.
 """
 
 from __future__ import annotations

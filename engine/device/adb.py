@@ -94,6 +94,8 @@ class AdbDevice:
         """``raw`` or ``png`` once the first screenshot chose; None before."""
         self.frame_size: tuple[int, int] | None = None
         """The device's own (width, height), learnt from its frames."""
+        self.frame_repairs: list[str] = []
+        """What the last frame needed repaired (text before the image, CRLF damage); empty when nothing."""
         self._closed = False
         self._on_close: list[Callable[[], None]] = []
         self.sim = None
@@ -362,7 +364,7 @@ class AdbDevice:
 
     def _screenshot_once(self) -> np.ndarray:
         if self.screenshot_method != "png":
-            data = self._exec("screencap")
+            data = self._repaired(*frames.clean_raw(self._exec("screencap")))
             if frames.raw_truncated(data):
                 raise ConnectionLost(f"screencap sent {len(data)} bytes, less than its header announced",
                                      serial=self._serial)
@@ -376,12 +378,24 @@ class AdbDevice:
             else:
                 self.screenshot_method = "raw"
                 return self._fit(frame)
-        data = self._exec("screencap -p")
+        data = self._repaired(*frames.clean_png(self._exec("screencap -p")))
         if data.startswith(frames.PNG_MAGIC) and not data.rstrip().endswith(frames.PNG_END):
             raise ConnectionLost(f"screencap -p sent a PNG cut short ({len(data)} bytes)", serial=self._serial)
         return self._fit(frames.decode_png(data))
 
+    def _repaired(self, data: bytes, repairs: list[str]) -> bytes:
+        if repairs and repairs != self.frame_repairs:
+            log.info("frames of %s repaired: %s", self._serial, "; ".join(repairs))
+        self.frame_repairs = repairs
+        return data
+
     def _fit(self, frame: np.ndarray) -> np.ndarray:
+        portrait, want_portrait = frame.shape[0] > frame.shape[1], self._resolution[1] > self._resolution[0]
+        if portrait != want_portrait:  # a frame across the graph's orientation: turn it by the display's rotation
+            rotation = next((r for r in (frames.display_rotation(self._exec(f"dumpsys {what}").decode(
+                "utf-8", "replace")) for what in ("display", "input")) if r is not None), None)
+            if rotation in (1, 3):
+                frame = frames.turn(frame, rotation)
         self.frame_size = (frame.shape[1], frame.shape[0])
         return frames.fit(frame, self._resolution)
 

@@ -7,6 +7,7 @@ followed by the pixels; decoding it is a reshape and a channel swap (well under 
 
 from __future__ import annotations
 
+import re
 import struct
 
 import cv2
@@ -140,6 +141,68 @@ def _ranges(frame: np.ndarray) -> list[tuple[float, float]]:
     return [cv2.minMaxLoc(channel)[:2] for channel in channels]
 
 
+WARNING_PREFIX = b"WARNING: linker:"
+"""What some emulators' shells (VMOS, old x86 images) print before a command's output (ALAS
+module/device/method/remove_warning.py remove_shell_warning)."""
+_SEARCH = 64 * 1024
+# The PNG signature after a pty turned each \n into \r\n once or twice (ALAS module/device/method/adb.py
+# __load_screenshot methods 1 and 2: replace \r\n, then \r\r\n, by \n).
+_CRLF_DAMAGE = ((b"\x89PNG\r\r\n\x1a\r\n", b"\r\n"), (b"\x89PNG\r\r\r\n\x1a\r\r\n", b"\r\r\n"))
+
+
+def clean_png(data: bytes) -> tuple[bytes, list[str]]:
+    """``screencap -p`` output with text before the PNG signature dropped and CRLF damage undone; and what was
+    repaired (empty when nothing was)."""
+    repaired = []
+    start = data.find(b"\x89PNG\r", 0, _SEARCH)
+    if start > 0:
+        repaired.append(f"dropped {start} bytes of text before the image ({bytes(data[:40])!r})")
+        data = data[start:]
+    for damaged, newline in _CRLF_DAMAGE:
+        if data.startswith(damaged):
+            data = data.replace(newline, b"\n")
+            repaired.append("undid CRLF damage (a terminal turned \\n into \\r\\n)")
+            break
+    return data, repaired
+
+
+def clean_raw(data: bytes) -> tuple[bytes, list[str]]:
+    """Raw ``screencap`` output with shell warning lines before the header dropped, and CRLF damage undone when
+    the header's size says the pixels grew by it; and what was repaired."""
+    repaired = []
+    while data.startswith(WARNING_PREFIX) and b"\n" in data[:_SEARCH]:
+        line, _, data = data.partition(b"\n")
+        repaired.append(f"dropped a shell warning before the frame ({line[:60]!r})")
+    if len(data) >= 12:
+        width, height, fmt = struct.unpack_from("<III", data, 0)
+        size = width * height * _BYTES_PER_PIXEL.get(fmt, 0)
+        if size and len(data) - size not in (12, 16) and b"\r\n" in data:
+            fixed = data.replace(b"\r\n", b"\n")
+            if len(fixed) - size in (12, 16):
+                data = fixed
+                repaired.append("undid CRLF damage (a terminal turned \\n into \\r\\n)")
+    return data, repaired
+
+
+# Surface rotation -> the turn that brings a frame back upright; ALAS droidcast.py turns orientation 1 with
+# ROTATE_90_CLOCKWISE, the other quarter turn is its mirror.
+_TURNS = {1: cv2.ROTATE_90_CLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_COUNTERCLOCKWISE}
+_VIEWPORT = re.compile(r"DisplayViewport\{.*?valid=true.*?orientation=(\d)")
+_SURFACE = re.compile(r"SurfaceOrientation:\s*(\d)")
+
+
+def display_rotation(dumpsys: str) -> int | None:
+    """The display's rotation (0-3) from ``dumpsys display`` (ALAS connection.py get_orientation's DisplayViewport)
+    or ``dumpsys input`` (MaaFramework's SurfaceOrientation), or None when neither says."""
+    match = _VIEWPORT.search(dumpsys) or _SURFACE.search(dumpsys)
+    return int(match.group(1)) if match and int(match.group(1)) in (0, 1, 2, 3) else None
+
+
+def turn(frame: np.ndarray, rotation: int) -> np.ndarray:
+    """`frame` turned upright for a display at `rotation` (0: as is)."""
+    return cv2.rotate(frame, _TURNS[rotation]) if rotation in _TURNS else frame
+
+
 def is_black(frame: np.ndarray, threshold: int = 12) -> bool:
     """Every sampled pixel is darker than `threshold` on every channel (a sleeping screen, a dead renderer)."""
     return max(hi for _, hi in _ranges(frame)) < threshold
@@ -156,6 +219,8 @@ def frame_problem(frame: np.ndarray, *, black: int = 12, tolerance: int = 6) -> 
         return "black"
     ranges = _ranges(frame)
     if max(hi for _, hi in ranges) < black:
+        return "black"
+    if max(cv2.mean(np.ascontiguousarray(frame[::8, ::8]))[:3]) < 1:  # black but for a few lit pixels (a cursor)
         return "black"
     if max(hi - lo for lo, hi in ranges) <= tolerance:
         return "flat"

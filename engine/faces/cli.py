@@ -39,8 +39,12 @@ def port(text: str) -> int:
 
 
 def check_session_arguments(args: argparse.Namespace) -> None:
-    """Refuse (ConfigError, exit 2) session options that would be silently ignored: ADB server options without a
-    serial (the embedded simulator runs its own ADB server), simulator options with one."""
+    """Resolve ``--serial`` (auto: discover; sim: the embedded simulator; engine.faces.pick) into a serial, or None
+    for the simulator, then refuse (ConfigError, exit 2) session options that would be silently ignored: ADB
+    server options with the simulator (it runs its own ADB server), simulator options with a device."""
+    from engine.faces.pick import resolve_serial
+
+    resolve_serial(args)
     if args.serial is None:
         given = [flag for flag, value in (("--adb-host", args.adb_host), ("--adb-port", args.adb_port))
                  if value is not None]
@@ -57,9 +61,12 @@ def check_session_arguments(args: argparse.Namespace) -> None:
 def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = True) -> None:
     """The options that say which device, game and simulator a session opens (every device command has them)."""
     group = parser.add_argument_group("session")
-    group.add_argument("--serial", default=os.environ.get("ENGINE_SERIAL"),
-                       help="ADB serial of the phone or emulator (default: $ENGINE_SERIAL, else the embedded "
-                            "simulator)")
+    group.add_argument("--serial", default=os.environ.get("ENGINE_SERIAL") or "auto",
+                       help="ADB serial of the phone or emulator; auto: the one device `devices` finds, the "
+                            "embedded simulator when it finds none; sim: the embedded simulator (default: "
+                            "$ENGINE_SERIAL, else auto)")
+    group.add_argument("--emulator-path", action="append", metavar="DIR",
+                       help="an emulator install folder --serial auto reads besides the standard ones (repeatable)")
     group.add_argument("--adb-host", help="ADB server host (default: ANDROID_ADB_SERVER_HOST or 127.0.0.1)")
     group.add_argument("--adb-port", type=port, help="ADB server port (default: ANDROID_ADB_SERVER_PORT or 5037)")
     group.add_argument("--graph", default=os.environ.get("ENGINE_GRAPH"),

@@ -6,10 +6,12 @@ best priority (claimed in the shared database first: engine.schedule.store), rec
 it wakes every CONTROL_POLL_S to read pause, resume and run-now from the database (a read of a few rows).
 
 Faults escalate and are never silent: a failed run is retried with backoff; after `restart_after` failures in a row
-the game is restarted (force-stop, launch, the schedule's start task); a lost device is probed, waited for and
-reconnected before anything else runs; after `give_up_after` failures the task is put off with the reason recorded,
-and a person is told (engine.schedule.notify). A run whose due time passed more than MISSED_GRACE_S ago (the machine
-slept, the scheduler was stopped) is reported as missed and run once, at once.
+the game is restarted (force-stop, launch, the schedule's start task); a lost device goes up the repair ladder
+(engine.device.repair: reconnect, the engine's own ADB server, the emulator's restart commands from the devices file)
+and is then probed and waited for before anything else runs; a game restart that does not help is followed by the
+emulator's restart when the devices file declares one; after `give_up_after` failures the task is put off with the
+reason recorded, and a person is told (engine.schedule.notify). A run whose due time passed more than
+MISSED_GRACE_S ago (the machine slept, the scheduler was stopped) is reported as missed and run once, at once.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class Worker:
     owner: str = field(default_factory=new_owner)
     stop: threading.Event = field(default_factory=threading.Event)
     session: Any = None
+    restart_emulator: list[str] = field(default_factory=list)
+    """The emulator's own restart commands for this device (the devices file's ``restart:``)."""
     runs: int = 0
     failure: str | None = None
     """Why the worker ended, when it ended on an error (another scheduler holds the device, say)."""
@@ -179,7 +183,9 @@ class Worker:
         if action == "reconnect":
             self._recover_device()
         elif done.action == "restart" or action == "restart_app":
-            self.restart_game(f"{task} failed: {result.status}")
+            if not self.restart_game(f"{task} failed: {result.status}") and self.restart_emulator:
+                if self.repair_device(f"{task}: the game's restart did not help", emulator_only=True):
+                    self.restart_game(f"{task} failed: {result.status}; the emulator was restarted")
         if done.action == "put_off":
             self._tell("needs_human", f"{task} put off on {self.device}",
                        f"{task} failed {self.schedule.rules_of(task).give_up_after} times in a row "
@@ -216,8 +222,30 @@ class Worker:
                              f"{self.schedule.start_task}: {result.status}: {result.text[:200]}")
         return result.ok
 
+    def repair_device(self, why: str, *, emulator_only: bool = False) -> bool:
+        """Run the repair ladder (engine.device.repair) on the session's device, or only its emulator restart; every
+        step goes to the store's events, the log and the transcript. True when the device answers healthy after."""
+        from engine.device.repair import Ladder
+
+        transcript = getattr(self.session, "transcript", None)
+
+        def record(kind: str, entry: dict) -> None:
+            self.store.event(self.time.now(), self.device, kind, f"{entry['name']}: {entry['outcome']}: "
+                                                                 f"{entry['detail'][:200]}")
+            if transcript is not None:
+                transcript.record(kind, **entry)
+
+        ladder = Ladder(self.session.device, restart=self.restart_emulator, record=record, sleep=self.time.sleep)
+        result = ladder.restart_instance() if emulator_only else ladder.repair()
+        log.info("%s: %s (%s)", self.device, result.describe(), why)
+        return result.ok
+
     def _recover_device(self) -> None:
-        """Probe the device until it answers healthy again (waiting longer each time, reconnecting between)."""
+        """Repair the device up the ladder, then probe it until it answers healthy again (waiting longer each time,
+        reconnecting between)."""
+        if self.session is not None and callable(getattr(self.session.device, "health", None)) \
+                and self.repair_device("lost"):
+            return
         wait, told = DEVICE_WAIT_S[0], False
         while not self.stop.is_set():
             health = self.session.tools.call("adb_health", {})

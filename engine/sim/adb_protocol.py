@@ -117,6 +117,11 @@ class Conversation:
         if device is None:
             self.fail(f"device '{serial}' not found" if serial else "no devices/emulators found")
             return False
+        if device.state != "device":  # adb's own words (AOSP adb transport.cpp acquire_one_transport)
+            self.fail("device offline" if device.state == "offline" else "device unauthorized.\nThis adb server's "
+                      "$ADB_VENDOR_KEYS is not set\nTry 'adb kill-server' if that seems wrong.\nOtherwise check "
+                      "for a confirmation dialog on your device.")
+            return False
         self.fault = device.next_fault()
         if self.fault == "offline":
             self.fail("device offline")
@@ -150,8 +155,14 @@ class Conversation:
         elif request.startswith("host:connect:"):
             addr = request.removeprefix("host:connect:")
             device = devices.get(addr)
-            if device is None:
-                self.okay(block(f"failed to connect to '{addr}': Connection refused"))
+            reply = device.connect_reply if device is not None else "refused"
+            host, _, port = addr.rpartition(":")
+            # adb's replies (AOSP adb/client/adb_client.cpp and socket_spec.cpp; ALAS connection.py quotes them)
+            answers = {"refused": f"failed to connect to '{addr}': Connection refused",
+                       "bad port": f"bad port number '{port}' in '{addr}'",
+                       "failed": f"failed to connect to '{addr}': Operation timed out"}
+            if reply in answers:
+                self.okay(block(answers[reply]))
             else:
                 self.okay(block(("already connected to " if device.connected_once else "connected to ") + addr))
                 device.connected_once = True
@@ -188,11 +199,11 @@ class Conversation:
         for device in self.server.devices.values():
             if long:
                 lines.append(
-                    f"{device.serial:<22} device product:sim model:SimGame device:sim "
+                    f"{device.serial:<22} {device.state} product:sim model:SimGame device:sim "
                     f"transport_id:{device.transport_id}"
                 )
             else:
-                lines.append(f"{device.serial}\tdevice")
+                lines.append(f"{device.serial}\t{device.state}")
         return "".join(line + "\n" for line in lines)
 
     def _hold_open(self) -> None:

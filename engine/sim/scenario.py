@@ -73,6 +73,11 @@ class Scenario(BaseModel):
     hang_seconds: float = Field(0.0, ge=0, le=600, description="How long a hung request stays silent.")
     hang_on_request: int | None = Field(None, ge=1, description="Hang on this device request (1-based).")
     hang_p: Probability = Field(0.0, ge=0, le=1, description="Chance any device request hangs.")
+    adb_state: Literal["device", "offline", "unauthorized"] = Field(
+        "device", description="How the ADB server lists the device; requests to an offline or unauthorized device "
+        "fail as adb's do (`device offline`, `device unauthorized`).")
+    connect_reply: Literal["connected", "refused", "bad port", "failed"] | None = Field(
+        None, description="What `adb connect` answers for the device (default: connected, then already connected).")
     # ---- device latency and page transitions (issue 13): costs on the simulator's clock; `profile` fills in
     # the ones the scenario does not give from engine/sim/profiles/NAME.yaml
     profile: str | None = Field(None, description="A named latency profile: " + ", ".join(PROFILES) + ".")

@@ -20,6 +20,9 @@ class SimDevice:
         self.faults: Faults = game.faults
         self.lock = threading.Lock()
         self.connected_once = False
+        self.state: str = self.faults.scenario.adb_state
+        """How the server lists the device (device, offline, unauthorized); tests may change it while serving."""
+        self.connect_reply: str | None = self.faults.scenario.connect_reply
         self.stopped = False
         """The game's app was force-stopped (am force-stop): black launcher frames until am start / monkey."""
         self.files: dict[str, bytes] = {}

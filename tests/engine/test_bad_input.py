@@ -73,6 +73,7 @@ def child_env() -> dict[str, str]:
            if (not k.startswith("ENGINE_") or k == "ENGINE_HOME") and k != "GEMINI_API_KEY"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.setdefault("ADBUTILS_ADB_PATH", "/bin/false")
+    env["ENGINE_SERIAL"] = "sim"  # the built-in simulator, never a device a scan finds (engine.faces.pick)
     return env
 
 

@@ -41,7 +41,7 @@ FLAGS: dict[str, list[str]] = {
 def _env(**extra: str) -> dict[str, str]:
     env = {**os.environ, **extra}
     env.pop("GEMINI_API_KEY", None)
-    env.pop("ENGINE_SERIAL", None)
+    env["ENGINE_SERIAL"] = "sim"  # never a device the user's environment names, nor one a scan finds
     return env
 
 

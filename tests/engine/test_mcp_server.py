@@ -467,7 +467,7 @@ def test_the_cli_and_mcp_give_the_same_tool_result_for_the_same_call(tmp_path):
         over_mcp = [body(client.call(name, arguments)) for name, arguments in calls]
     finally:
         close()
-    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "ENGINE_SERIAL")}
+    env = {**{k: v for k, v in os.environ.items() if k != "GEMINI_API_KEY"}, "ENGINE_SERIAL": "sim"}
     for (name, arguments), mcp_result in zip(calls, over_mcp):
         # Each CLI call opens a fresh simulator; the MCP server kept one, so only the first call (the goto from
         # the start page) and calls that do not depend on the game's state are compared.

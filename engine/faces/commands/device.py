@@ -1,7 +1,7 @@
 """Subcommands that ask the device itself: ``health`` and ``screenshot``, each one tool call through engine.faces.cli.
 
-Without ``--serial`` (or ENGINE_SERIAL) both run against the embedded simulator, through the same adbutils path
-a phone takes.
+Without ``--serial`` (or ENGINE_SERIAL) both take the only device a scan finds, else the embedded simulator
+(engine.faces.pick), through the same adbutils path a phone takes.
 """
 
 from __future__ import annotations

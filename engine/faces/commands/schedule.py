@@ -33,25 +33,21 @@ def _store(args: argparse.Namespace) -> Any:
     return Store(args.db or schedule_db())
 
 
-def _devices(args: argparse.Namespace) -> list[str]:
-    """The serials from --device (repeated) and --devices FILE (one serial a line, # comments); the embedded
-    simulator when none is named."""
-    serials = list(args.device or [])
+def _devices(args: argparse.Namespace) -> tuple[list[str | None], dict[str, list[str]]]:
+    """The serials from --device (repeated) and --devices FILE (engine.config.devicefile: one serial a line, or a
+    .yaml naming each device's restart commands), and the restart commands by serial; [None] when none is named
+    (then --serial picks)."""
+    from engine.config.devicefile import load_devices
+
+    serials: list[str | None] = list(args.device or [])
+    restart: dict[str, list[str]] = {}
     if args.devices:
-        path = Path(args.devices)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read the devices file: {exc}", file=str(path)) from None
-        for number, line in enumerate(text.splitlines(), 1):
-            serial = line.split("#", 1)[0].strip()
-            if serial and (len(serial) > 200 or any(c.isspace() for c in serial)):
-                raise ConfigError(f"not a device serial: {serial[:60]!r}", file=str(path), line=number)
-            if serial:
-                serials.append(serial)
+        for entry in load_devices(args.devices):
+            serials.append(entry.serial)
+            restart[entry.serial] = list(entry.restart)
     if len(set(serials)) != len(serials):
         raise ConfigError(f"a device is named twice: {', '.join(sorted({s for s in serials if serials.count(s) > 1}))}")
-    return serials or [None]
+    return serials or [None], restart
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -62,9 +58,12 @@ def _run(args: argparse.Namespace) -> int:
     from engine.runtime.session import open_session
     from engine.schedule.notify import Notifier, load_notify
 
-    serials = _devices(args)
-    args.serial = args.serial or serials[0]  # the session options are checked as for one of the devices
-    check_session_arguments(args)
+    serials, restart = _devices(args)
+    if serials != [None]:
+        args.serial = serials[0]  # the session options are checked as for one of the devices
+    check_session_arguments(args)  # with no device named: --serial (auto by default) picks one
+    if serials == [None]:
+        serials = [args.serial]
     progress = logging.getLogger("engine.runtime.scheduler")
     if progress.getEffectiveLevel() > logging.INFO:
         progress.setLevel(logging.INFO)  # each run and its outcome is the progress on stderr
@@ -88,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError("the graph has no schedule.yaml with tasks: nothing to schedule",
                               file=str(Path(args.graph or ".") / "schedule.yaml") if args.graph else None)
         worker = Worker(session.device.serial, opener, store, schedule, time=clock, notifier=notifier,
-                        session=session)
+                        session=session, restart_emulator=restart.get(serial or "", []))
         workers.append(worker)
     scheduler = Scheduler(workers, notifier)
 
@@ -177,7 +176,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def run_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--device", action="append", metavar="SERIAL", help="a device to drive (repeat for more)")
-        p.add_argument("--devices", metavar="FILE", help="a file of device serials, one a line")
+        p.add_argument("--devices", metavar="FILE", help="a file of device serials, one a line, or a .yaml naming "
+                                                         "each device's emulator restart commands")
         p.add_argument("--notify", metavar="FILE", help="Apprise URLs per channel (default: $ENGINE_NOTIFY, else "
                                                         "notify.yaml beside the database)")
         add_session_arguments(p, results=False)

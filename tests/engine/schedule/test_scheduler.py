@@ -245,7 +245,7 @@ def test_a_devices_file_names_one_serial_a_line(tmp_path):
 
     good = tmp_path / "devices.txt"
     good.write_text("# my phones\n127.0.0.1:21503\n\nemulator-5554  # the second\n")
-    assert _devices(Namespace(device=["usb1"], devices=str(good))) == ["usb1", "127.0.0.1:21503", "emulator-5554"]
+    assert _devices(Namespace(device=["usb1"], devices=str(good)))[0] == ["usb1", "127.0.0.1:21503", "emulator-5554"]
     bad = tmp_path / "bad.txt"
     bad.write_text("ok-1\nnot one serial\n")
     with pytest.raises(ConfigError) as caught:
@@ -253,7 +253,7 @@ def test_a_devices_file_names_one_serial_a_line(tmp_path):
     assert caught.value.line == 2
     with pytest.raises(ConfigError, match="named twice"):
         _devices(Namespace(device=["a", "a"], devices=None))
-    assert _devices(Namespace(device=None, devices=None)) == [None]  # the embedded simulator
+    assert _devices(Namespace(device=None, devices=None)) == ([None], {})  # --serial picks (auto by default)
 
 
 def test_run_now_and_pause_reach_a_running_worker_through_the_database(tmp_path):
@@ -289,3 +289,64 @@ def test_a_game_restart_on_the_simulator_force_stops_launches_and_logs_in(tmp_pa
         assert worker.restart_game("a test")
         assert session.sim.game.truth()["page"] == "page_main"  # relaunched at the login screen, then logged in
         assert [e["kind"] for e in worker.store.events()] == ["restart"]
+
+
+def test_a_devices_yaml_declares_each_emulators_restart_commands(tmp_path):
+    from argparse import Namespace
+
+    from engine.core.errors import YamlError
+    from engine.faces.commands.schedule import _devices
+
+    good = tmp_path / "devices.yaml"
+    good.write_text("devices:\n  - serial: 127.0.0.1:16384\n    restart:\n"
+                    "      - '\"C:/MuMu/shell/MuMuManager.exe\" api -v 0 shutdown_player'\n"
+                    "      - '\"C:/MuMu/shell/MuMuManager.exe\" api -v 0 launch_player'\n"
+                    "  - serial: emulator-5554\n")
+    serials, restart = _devices(Namespace(device=None, devices=str(good)))
+    assert serials == ["127.0.0.1:16384", "emulator-5554"]
+    assert restart["127.0.0.1:16384"][1].endswith("launch_player") and restart["emulator-5554"] == []
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("devices:\n  - serial: a\n    restrat: [x]\n")
+    with pytest.raises(YamlError) as caught:
+        _devices(Namespace(device=None, devices=str(bad)))
+    assert caught.value.line == 3
+
+
+class EmulatorDevice(FakeDevice):
+    """A device whose game cannot be restarted until its emulator is (the emulator's tool is a real command)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = False
+
+    def restart_app(self, package, activity=None):
+        from engine.core.errors import DeviceError
+
+        if not self.up:
+            raise DeviceError("am force-stop: device offline", serial=self.serial)
+        self.restarts.append(package)
+
+    def health(self):
+        from engine.device.health import Health
+
+        return Health(status="healthy" if self.up else "device_offline", serial=self.serial)
+
+
+def test_the_emulators_restart_comes_between_the_games_restart_and_a_person(tmp_path):
+    told = Told()
+    worker, session, clock = _worker(tmp_path, ["stuck", "stuck", "verified"], stop_after=40, notifier=told)
+    session.device = EmulatorDevice()
+    marker = tmp_path / "restarted"
+    worker.restart_emulator = [f"{sys.executable} -c \"open({str(marker)!r}, 'w').close()\""]
+    clock_sleep = clock.sleep
+
+    def sleep(seconds):  # the emulator comes up while the ladder waits for it
+        session.device.up = marker.exists()
+        clock_sleep(seconds)
+    clock.sleep = sleep
+    worker.run()
+    kinds = [(e["kind"], e["text"]) for e in worker.store.events("dev")]
+    assert any(k == "restart_failed" for k, _ in kinds)
+    assert any(k == "repair" and t.startswith("restart_emulator: ok") for k, t in kinds)
+    assert session.device.restarts == ["com.example.game"]  # the game's second restart, after the emulator's
+    assert marker.exists()

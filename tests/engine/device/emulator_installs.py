@@ -1,0 +1,79 @@
+"""Fake emulator install folders holding each emulator's instance files in their real formats.
+
+Each builder names the peer code that reads the same files on users' machines: ALAS
+module/device/platform/emulator_windows.py (Emulator.iter_instances, vbox_file_to_serial) and emulator_base.py.
+The machine-file line is the one ALAS quotes in vbox_file_to_serial:
+    <Forwarding name="port2" proto="1" hostip="127.0.0.1" hostport="62026" guestport="5555"/>
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# A VirtualBox machine file as Nox, MEmu and MuMu write it, cut to the NAT forwarding rules (the adb rule forwards
+# a host port to adbd's guest port 5555; the other rule is one more forwarding the reader must skip).
+_MACHINE = """<?xml version="1.0"?>
+<VirtualBox xmlns="http://www.virtualbox.org/" version="1.12-windows">
+  <Machine uuid="{{0b1a2c3d-0000-4000-8000-000000000000}}" name="{name}" OSType="Linux26_64">
+    <Hardware>
+      <Network>
+        <Adapter slot="0" enabled="true" type="82540EM">
+          <NAT>
+            <Forwarding name="port1" proto="1" hostip="127.0.0.1" hostport="{other}" guestport="5037"/>
+            {adb}
+          </NAT>
+        </Adapter>
+      </Network>
+    </Hardware>
+  </Machine>
+</VirtualBox>
+"""
+
+
+def machine_file(path: Path, name: str, port: int | None) -> None:
+    adb = f'<Forwarding name="port2" proto="1" hostip="127.0.0.1" hostport="{port}" guestport="5555"/>' if port else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_MACHINE.format(name=name, other=(port or 60000) + 1000, adb=adb), encoding="utf-8")
+
+
+def mumu12(root: Path, ports: dict[str, int | None]) -> Path:
+    """MuMuPlayer-12.0/vms/<name>/<name>.nemu (ALAS iter_instances, MuMuPlayer12 branch); a None port writes a
+    file without the adb rule, as MuMu 12 v4.0.4's default instance has (ALAS then uses 16384 + 32 n)."""
+    for name, port in ports.items():
+        machine_file(root / "vms" / name / "configs" / f"{name}.nemu", name, port)
+    (root / "shell").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def ldplayer(root: Path, count: int) -> Path:
+    """LDPlayer9/vms/leidianN folders (ALAS iter_instances, LDPlayerFamily: no forwarding in its files); plus the
+    vms/config folder LDPlayer keeps beside them, which is no instance."""
+    for n in range(count):
+        (root / "vms" / f"leidian{n}").mkdir(parents=True, exist_ok=True)
+    (root / "vms" / "config").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def bluestacks5(root: Path, ports: dict[str, int]) -> Path:
+    """BlueStacks_nxt/bluestacks.conf with bst.instance.<Name>.status.adb_port (ALAS iter_instances, BlueStacks5)."""
+    lines = ['bst.feature.rooting="0"', 'bst.installed_images="Pie64"']
+    for name, port in ports.items():
+        lines += [f'bst.instance.{name}.adb_port="{port}"', f'bst.instance.{name}.display_name="BlueStacks {name}"',
+                  f'bst.instance.{name}.status.adb_port="{port}"']
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "bluestacks.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def nox(root: Path, ports: dict[str, int]) -> Path:
+    """Nox/bin/BignoxVMS/<name>/<name>.vbox (ALAS iter_instances, NoxPlayerFamily)."""
+    for name, port in ports.items():
+        machine_file(root / "BignoxVMS" / name / f"{name}.vbox", name, port)
+    return root
+
+
+def memu(root: Path, ports: dict[str, int]) -> Path:
+    """Microvirt/MEmu/MemuHyperv VMs/<name>/<name>.memu (ALAS iter_instances, MEmuPlayer)."""
+    for name, port in ports.items():
+        machine_file(root / "MemuHyperv VMs" / name / f"{name}.memu", name, port)
+    return root
