@@ -396,7 +396,7 @@ class Navigator:
         return obs
 
     def _reference(self, obs: Observation, frame: np.ndarray) -> None:
-        """A page's frame is clean once an action on it led to another page: the observer keeps it (engine.observe.cover)."""
+        """A page's frame is clean once an action led from it to another page: the observer keeps it as its reference."""
         kept, performed = self._clean, self.actuator.performed
         if kept is not None and obs.page is not None and obs.page != kept[0] and performed > kept[2]:
             getattr(self.observer, "remember", lambda *_: None)(kept[0], kept[1])

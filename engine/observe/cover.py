@@ -4,11 +4,12 @@ A page's templates still match under a dialog: normalised correlation does not s
 the page's signature boxes may lie outside the dialog's panel. So a recognised page is only verified when nothing
 covers it, and this module answers that without knowing any game:
 
-    ref = thumb(clean_frame)                   # kept per page (small: one luminance value per CELL x CELL pixels)
+    ref = thumb(clean_frame)                   # kept per page (small: a few numbers per CELL x CELL pixels)
     report = covered(frame, ref)               # CoverReport(covered, box, dimmed_ratio, changed, reason)
+    report = judge(frame, ref_or_None, matched)   # the same, or by the page's own templates while no ref exists
 
-Both sides are reduced to a grid of cells (colour, luminance and texture of a 2x2 sample of pixels per cell: about 0.15 ms at 1280x720).
-The page's overall brightness against the reference (`dimmed_ratio`, the median of the per-cell ratios) says
+Both sides are reduced to a grid of cells (colour, luminance and texture of a 2x2 sample of pixels per cell: about
+0.15 ms at 1280x720 for a clean frame). The page's overall brightness against the reference (`dimmed_ratio`, the median of the per-cell ratios) says
 whether the page was dimmed; the cells that do not follow that ratio are "unlike the page", and their largest
 connected region is the candidate cover (`box`, frame pixels). A frame is covered when
 
