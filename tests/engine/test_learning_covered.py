@@ -96,3 +96,19 @@ def test_a_panel_that_shifts_between_showings_is_one_popup_that_is_found_whereve
     for i in range(4):
         result = _trip(session, game, i, shifted())
         assert result.data["vision_calls"] == 0, result.text
+
+
+def test_without_learning_a_covered_page_is_never_verified_and_the_back_key_closes_what_it_can(user):
+    open_, game, graph_dir, proposals = user
+    session = open_("learning: off\n")
+    assert session.tools.alas_goto("page_reward").ok
+    game.show_overlay(new_dialog.offer(dim=new_dialog.DIM, back=True))  # the model names no point: back closes it
+    result = session.tools.alas_goto("page_mail")
+    assert result.ok and game.truth()["page"] == "page_mail" and not game.truth()["overlays"], result.text
+    assert any(s["kind"] == "covered" for s in session.tools.last_run.steps)
+
+    game.show_overlay(new_dialog.offer(dim=new_dialog.DIM))  # only its X closes it, and the model is not heeded
+    session.navigator.observer.vision = None
+    result = session.tools.alas_goto("page_reward")
+    assert not result.ok and result.status == "popup_blocking" and game.truth()["overlays"], result.text
+    assert not list(graph_dir.glob("learned_*.yaml"))
