@@ -18,8 +18,12 @@ The crop (engine.learning.crops): the dialog's box is where the frame differs fr
 band is the signature when no clean frame matches it (it stays when the button moves), else the candidate boxes
 around the tapped point compete and the one clean frames match least wins (its score kept as ``collision``). The
 button is a small crop around the tapped point, searched for inside the box when the learned popup is dismissed
-(``search`` in its tap). A new sighting of the same screen (the signature found again where it was cut) counts up
-the proposal instead of making another, and a new spot of its button is added to its ``taps`` (``moves: true``).
+(``search`` in its tap). The page beneath a dialog is often dimmed: that dimming is taken out before the box is
+cut. A new sighting of the same dialog (its signature found again within GROUP_PAD of where it was cut, however far
+its button or panel moved; never by where the model tapped) counts up the proposal instead of making another, a new
+spot of its button is added to its ``taps`` (``moves: true``) and how far the panel moved to ``shift``. A page
+something covers that the model names no point for gets the back key (engine.navigation.recovery.uncover): a lesson
+too, proposed with the back key as its dismissal when the next look shows the page clean.
 ``python -m engine proposals`` and the studio list, show, accept or reject them (engine.learning.proposals).
 
 Trust: nothing is accepted by itself unless the policy file says ``learning: {mode: auto, min_sightings: N}``

@@ -12,7 +12,9 @@ itself; a bounded sample of each). Otherwise nothing stays written and ``Proposa
 it fired. The shipped graph is never written.
 
 A proposal with a ``button`` and a ``box`` (the dialog's area) becomes a popup whose dismissal finds the button
-inside the box and taps it there (``search`` in its tap): a dialog whose button moves is one popup.
+inside the box and taps it there (``search`` in its tap): a dialog whose button moves is one popup. One whose
+panel moved between sightings (``shift``) is looked for that much farther (its signature's ``offset``, its search
+box); one closed by a key (``key``) is dismissed by that key.
 
 A learned popup that misfires later (its dismissal does not work, or it fired where a known page was) is demoted:
 its file leaves the graph folder for ``demoted/`` beside the proposals, with the reason.
