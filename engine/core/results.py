@@ -101,6 +101,10 @@ class Observation:
     latency_ms: dict[str, float] = field(default_factory=dict)
     ambiguous: tuple[str, ...] = ()
     """Other pages that also hit, when the frame could not be told apart."""
+    cover: Any = None
+    """What covers the page when no declared popup explains it (engine.observe.cover.CoverReport: a panel over the
+    dimmed page, or a large region unlike the page as last seen clean); None when nothing does. A covered page is
+    not verified."""
 
     @property
     def offsets(self) -> dict[str, tuple[int, int]]:
@@ -117,6 +121,7 @@ class Observation:
             "ambiguous": list(self.ambiguous),
             "evidence": [e.to_dict() for e in self.evidence],
             "latency_ms": {k: round(v, 3) for k, v in self.latency_ms.items()},
+            **({"cover": self.cover.to_dict()} if self.cover is not None else {}),
         }
 
 
@@ -127,6 +132,7 @@ class Verdict(str, enum.Enum):
     POPUP = "popup"
     LOADING = "loading"
     MISMATCH = "mismatch"
+    COVERED = "covered"
     UNKNOWN = "unknown"
     DEVICE_ERROR = "device_error"
 

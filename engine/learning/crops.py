@@ -29,6 +29,11 @@ TITLE_APART = 0.7
 """A title band that no known frame matches this well is the signature (it stays where the button moves)."""
 CHANGED = 30
 """Least per-channel difference of a pixel that a dialog changed."""
+DIMMED = 0.8
+"""A page beneath at less than this share of its brightness was dimmed behind the dialog."""
+GROUP_PAD = 96
+"""How far from where it was cut a proposal's signature is looked for on a new sighting: a dialog whose panel
+shifts by tens of pixels between showings is still the same dialog."""
 WHOLE = 0.9
 """A change over more than this share of the screen is no dialog box (the whole page was dimmed or replaced)."""
 
@@ -45,11 +50,16 @@ def best_score(crop: np.ndarray, frame: np.ndarray, area: Box, pad: int = SEARCH
 
 
 def dialog_box(frame: np.ndarray, beneath: np.ndarray | None) -> Box | None:
-    """Where `frame` differs from the page `beneath` it: the box of what covers the page (None without a page of
-    the same shape, without a difference, or when it covers (nearly) the whole screen: a dimmed page has no
-    dialog frame to find a button in)."""
+    """Where `frame` differs from the page `beneath` it: the box of what covers the page, the page's dimming
+    (a dialog's backdrop) taken out first (None without a page of the same shape, without a difference, or when
+    it covers (nearly) the whole screen)."""
     if beneath is None or beneath.shape != frame.shape:
         return None
+    base, now = beneath[::8, ::8].astype(np.float32).sum(axis=2), frame[::8, ::8].astype(np.float32).sum(axis=2)
+    bright = base > 60
+    gain = float(np.median(now[bright] / base[bright])) if bright.sum() > 16 else 1.0
+    if gain < DIMMED:  # the page beneath is dimmed: compare with it dimmed alike
+        beneath = cv2.convertScaleAbs(beneath, alpha=gain)
     changed = cv2.absdiff(frame, beneath).max(axis=2) > CHANGED
     rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
     if rows.size == 0 or cols.size == 0:
@@ -134,6 +144,23 @@ def button_area(point: tuple[int, int], box: Box | None) -> Box | None:
         return None
     hw, hh = HALF_SIZES[0]
     return max(x1, x - hw), max(y1, y - hh), min(x2, x + hw), min(y2, y + hh)
+
+
+def find_again(crop: np.ndarray | None, frame: np.ndarray | None, area: list[int] | Box,
+               pad: int = GROUP_PAD) -> tuple[int, int] | None:
+    """Where a proposal's crop is on `frame` (its offset from where it was cut), when it is found within `pad`
+    pixels as well as SAME_SCREEN; None when not: another screen."""
+    if crop is None or frame is None:
+        return None
+    x1, y1, x2, y2 = (int(v) for v in area)
+    h, w = frame.shape[:2]
+    left, top = max(0, x1 - pad), max(0, y1 - pad)
+    region = frame[top:min(h, y2 + pad), left:min(w, x2 + pad)]
+    if region.shape[0] < crop.shape[0] or region.shape[1] < crop.shape[1]:
+        return None
+    scores = np.nan_to_num(cv2.matchTemplate(region, crop, cv2.TM_CCOEFF_NORMED))
+    _, best, _, (bx, by) = cv2.minMaxLoc(scores)
+    return (left + bx - x1, top + by - y1) if best >= SAME_SCREEN else None
 
 
 def same_screen(crop: np.ndarray | None, frame: np.ndarray | None, area: list[int] | Box) -> bool:

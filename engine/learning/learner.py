@@ -18,8 +18,12 @@ The crop (engine.learning.crops): the dialog's box is where the frame differs fr
 band is the signature when no clean frame matches it (it stays when the button moves), else the candidate boxes
 around the tapped point compete and the one clean frames match least wins (its score kept as ``collision``). The
 button is a small crop around the tapped point, searched for inside the box when the learned popup is dismissed
-(``search`` in its tap). A new sighting of the same screen (the signature found again where it was cut) counts up
-the proposal instead of making another, and a new spot of its button is added to its ``taps`` (``moves: true``).
+(``search`` in its tap). The page beneath a dialog is often dimmed: that dimming is taken out before the box is
+cut. A new sighting of the same dialog (its signature found again within GROUP_PAD of where it was cut, however far
+its button or panel moved; never by where the model tapped) counts up the proposal instead of making another, a new
+spot of its button is added to its ``taps`` (``moves: true``) and how far the panel moved to ``shift``. A page
+something covers that the model names no point for gets the back key (engine.navigation.recovery.uncover): a lesson
+too, proposed with the back key as its dismissal when the next look shows the page clean.
 ``python -m engine proposals`` and the studio list, show, accept or reject them (engine.learning.proposals).
 
 Trust: nothing is accepted by itself unless the policy file says ``learning: {mode: auto, min_sightings: N}``
@@ -48,6 +52,7 @@ from engine.learning.crops import (
     Box,
     button_area,
     dialog_box,
+    find_again,
     same_around,
     same_screen,
     signature_area,
@@ -69,6 +74,8 @@ class Lesson:
     frame: np.ndarray
     point: tuple[int, int]
     label: str
+    key: str | None = None
+    """A key that closed it (the back key) instead of a tap at `point` (then the middle of what covered the page)."""
 
 
 def slug(label: str) -> str:
@@ -141,6 +148,21 @@ class Learner:
         ctx.record("lesson_tap", point=[int(v) for v in point], label=label, performed=act)
         return True
 
+    def keyed(self, nav: Any, ctx: Any, key: str, label: str) -> bool:
+        """Press `key` on a page something covers (the model named no point): a lesson for the next look to judge,
+        whose point is the middle of what covers the page. False (nothing pressed) without a frame."""
+        from engine.config.schema import KeyAction
+
+        frame, obs = nav.last_frame, nav.last_observation
+        if frame is None or obs is None:
+            return False
+        box = getattr(obs.cover, "box", None) or (0, 0, frame.shape[1], frame.shape[0])
+        nav.act(ctx, KeyAction(type="key", key=key), obs)
+        point = ((box[0] + box[2]) // 2, (box[1] + box[3]) // 2)
+        self.pending = self.last_lesson = Lesson(frame, point, label, key)
+        ctx.record("lesson_key", key=key, label=label)
+        return True
+
     def proposal_of(self, frame: np.ndarray | None) -> dict[str, Any] | None:
         """The waiting proposal whose screen `frame` (or else the last lesson's frame) shows, if one does."""
         frames = [f for f in (frame, self.last_lesson.frame if self.last_lesson else None) if f is not None]
@@ -164,7 +186,8 @@ class Learner:
         a lesson's tap judges it (a known page without popups, and what was tapped gone from around the point: it
         worked and is proposed; anything else: dropped); the first look after a learned popup's dismissal judges
         that. True when the graph changed (a popup accepted or demoted): the frame must be observed again."""
-        if obs.page is not None and not obs.popups:
+        covered = getattr(obs, "cover", None) is not None
+        if obs.page is not None and not obs.popups and not covered:
             if self.candidate is not None and self.candidate[0] != obs.page:
                 _keep(self.known, *self.candidate)  # a tap on it went through: nothing unknown covered it
             self.candidate = (obs.page, frame)
@@ -174,7 +197,8 @@ class Learner:
             _keep(self.popup_frames, popup, frame)
         changed = self.watch is not None and self._judge_learned(ctx, obs)
         lesson, self.pending = self.pending, None
-        if lesson is None or obs.page is None or obs.popups or not _gone(lesson, frame, self.known.get(obs.page)):
+        if lesson is None or obs.page is None or obs.popups or covered or \
+                not _gone(lesson, frame, self.known.get(obs.page)):
             return changed
         try:
             path, proposal = self.record(lesson, obs.page, frame)
@@ -272,17 +296,18 @@ class Learner:
 
         self.folder.mkdir(parents=True, exist_ok=True)
         self._save_known()
+        box = dialog_box(lesson.frame, self.known.get(page, after))
         for path in sorted(self.folder.glob("*.yaml")):
             proposal = read_proposal(path)
-            if same_screen(cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR), lesson.frame,
-                           proposal["area"]):
-                return path, self._sighting(path, proposal, lesson)
+            found = find_again(cv2.imread(str(path.with_suffix(".crop.png")), cv2.IMREAD_COLOR), lesson.frame,
+                               proposal["area"])
+            if found is not None and bool(proposal.get("key")) == (lesson.key is not None):
+                return path, self._sighting(path, proposal, lesson, found, box)
         # A clean frame showing this very screen was the popup over a page still recognised: not known.
         known = {name: f for name, f in self.known.items() if not same_around(lesson.point, lesson.frame, f)}
         others = [f for f in self.popup_frames.values() if not same_around(lesson.point, lesson.frame, f)]
-        box = dialog_box(lesson.frame, self.known.get(page, after))
         area, collision = signature_area(lesson.frame, lesson.point, [*known.values(), *others], box)
-        button = button_area(lesson.point, box)
+        button = button_area(lesson.point, box) if lesson.key is None else None
         name = _unique(self.folder, slug(lesson.label))
         path = self.folder / f"{name}.yaml"
         cv2.imwrite(str(path.with_suffix(".frame.png")), lesson.frame)
@@ -295,14 +320,24 @@ class Learner:
         if button is not None:  # the button is found inside the dialog when it is dismissed: it may move
             proposal.update(box=list(box), button=list(button), taps=[list(lesson.point)], moves=False,
                             dismiss=[{"type": "tap", "button": list(button), "search": list(box)}])
+        if lesson.key is not None:  # closed by a key: nothing to find, wherever it sits
+            proposal.update(key=lesson.key, dismiss=[{"type": "key", "key": lesson.key}])
+        if box is not None:
+            proposal.update(box=list(box), shift=0)
         path.write_text(yaml.safe_dump(proposal, sort_keys=False))
         log.info("proposed %s (%r): tap %s led to %s; crop %s, collision %.2f", name, lesson.label,
                  list(lesson.point), page, list(area), collision)
         return path, proposal
 
-    def _sighting(self, path: Path, proposal: dict[str, Any], lesson: Lesson) -> dict[str, Any]:
-        """The same screen seen again: count it up, and keep a new spot of its button (it moves)."""
+    def _sighting(self, path: Path, proposal: dict[str, Any], lesson: Lesson, found: tuple[int, int],
+                  box: Box | None) -> dict[str, Any]:
+        """The same screen seen again (its signature `found` that far from where it was cut): count it up, keep
+        how far the dialog moved (``shift``), the box it covered and a new spot of its button (it moves)."""
         proposal["sightings"] = int(proposal.get("sightings", 1)) + 1
+        proposal["shift"] = max(int(proposal.get("shift", 0)), abs(found[0]), abs(found[1]))
+        if box is not None and _ints4(proposal.get("box")):
+            old = proposal["box"]
+            proposal["box"] = [min(old[0], box[0]), min(old[1], box[1]), max(old[2], box[2]), max(old[3], box[3])]
         proposal["last_seen"] = _now()
         taps, (x, y) = proposal.get("taps"), lesson.point
         if isinstance(taps, list) and not any(isinstance(t, list) and len(t) == 2 and
@@ -321,6 +356,10 @@ class Learner:
                 known_dir.mkdir(parents=True, exist_ok=True)
                 cv2.imwrite(str(known_dir / f"{name}.png"), frame, [cv2.IMWRITE_PNG_COMPRESSION, 1])  # (fast)
                 self._saved[name] = id(frame)
+
+
+def _ints4(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 4 and all(isinstance(v, int) for v in value)
 
 
 def _cut(frame: np.ndarray, area: Box) -> np.ndarray:

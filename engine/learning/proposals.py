@@ -12,7 +12,9 @@ itself; a bounded sample of each). Otherwise nothing stays written and ``Proposa
 it fired. The shipped graph is never written.
 
 A proposal with a ``button`` and a ``box`` (the dialog's area) becomes a popup whose dismissal finds the button
-inside the box and taps it there (``search`` in its tap): a dialog whose button moves is one popup.
+inside the box and taps it there (``search`` in its tap): a dialog whose button moves is one popup. One whose
+panel moved between sightings (``shift``) is looked for that much farther (its signature's ``offset``, its search
+box); one closed by a key (``key``) is dismissed by that key.
 
 A learned popup that misfires later (its dismissal does not work, or it fired where a known page was) is demoted:
 its file leaves the graph folder for ``demoted/`` beside the proposals, with the reason.
@@ -39,6 +41,8 @@ BUTTON_SUFFIX = "_BUTTON"
 """The learned button a popup's dismissal searches for is named after the popup with this suffix."""
 
 
+MOVE_PAD = 16
+"""Pixels added to a moving dialog's search margin (engine.learning.proposals._margin)."""
 LEARNED_PACK = "learned_assets"
 """The asset pack of learned templates inside a user's graph folder (project layout); layered over the session's."""
 
@@ -113,21 +117,36 @@ def popup_yaml(proposal: dict[str, Any], schema: str | None = None) -> str:
     name, area = proposal["name"], [int(v) for v in proposal["area"]]
     buttons = [{"name": name, "area": area, "asset": f"learned/{name}"}]
     dismiss: dict[str, Any] = {"type": "tap", "point": [int(v) for v in proposal["tap"]]}
+    signature: dict[str, Any] = {"type": "template", "button": name}
+    margin = _margin(proposal)
+    if margin:  # the dialog moved between sightings: its signature and its button are looked for that far
+        signature["offset"] = [margin, margin]
     found = _found_button(proposal)
-    if found is not None:
+    if proposal.get("key") in ("back", "home"):
+        dismiss = {"type": "key", "key": proposal["key"]}
+    elif found is not None:
         buttons.append({"name": name + BUTTON_SUFFIX, "area": found[0], "asset": f"learned/{name}{BUTTON_SUFFIX}"})
-        dismiss = {"type": "tap", "button": name + BUTTON_SUFFIX, "search": found[1]}
+        box = found[1]
+        search = [max(0, box[0] - margin), max(0, box[1] - margin), box[2] + margin, box[3] + margin]
+        dismiss = {"type": "tap", "button": name + BUTTON_SUFFIX, "search": search}
     moves = " (its button moves)" if proposal.get("moves") else ""
     data = {
         "buttons": buttons,
         "popups": [{"name": name, "description": f"learned: {proposal.get('label', name)} "
                                                  f"(seen {proposal.get('sightings', 1)} time(s)){moves}",
-                    "signatures": [{"type": "template", "button": name}],
+                    "signatures": [signature],
                     "dismiss": [dismiss],
                     "priority": PRIORITY, "learned": name}],
     }
     head = f"# yaml-language-server: $schema={schema}\n" if schema else ""
     return head + yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+
+
+def _margin(proposal: dict[str, Any]) -> int:
+    """How far from where it was seen first a dialog that moved is looked for: twice the farthest shift seen (a
+    few sightings rarely see its extremes) plus MOVE_PAD; 0 when it never moved."""
+    shift = proposal.get("shift")
+    return 2 * shift + MOVE_PAD if isinstance(shift, int) and 0 < shift < 1000 else 0
 
 
 def graph_file(graph_dir: Path, name: str) -> Path:

@@ -6,6 +6,9 @@ whose belief the last look verified, with nothing acted since, starts from that 
 
     VERIFIED      next hop (re-planned from the page actually seen)
     POPUP         dismiss the known popup by its own action (bounded), look again
+    COVERED       a known page with something over it that no popup names (engine.observe.cover): look once more
+                  while the hop settles, then ask the model for the point that closes it, else the back key
+                  (engine.navigation.recovery.uncover; either is a lesson for the learner); bounded
     LOADING       wait, look again (an unchanged frame right after a tap counts too)
     MISMATCH      relocalise the belief to the page seen, re-plan from there
     UNKNOWN       recovery ladder: back key, a visible home button, the vision model, then a structured error
@@ -42,7 +45,7 @@ from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.core.stuck import Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import MAX_ESCALATIONS, escalate, explain, recover
+from engine.navigation.recovery import explain, recover, swallowed, uncover
 from engine.navigation.routes import canonical_page, home_buttons, plan_route
 
 if TYPE_CHECKING:
@@ -84,6 +87,8 @@ def diff(obs: Observation, expected: str | None, *, waiting: bool, blocking: boo
     """
     if blocking:
         return Verdict.POPUP
+    if obs.page is not None and obs.cover is not None:
+        return Verdict.COVERED  # something no popup names is over the page: not verified
     if obs.loading or obs.black_frame:
         return Verdict.LOADING
     if obs.page is None:
@@ -96,6 +101,7 @@ def diff(obs: Observation, expected: str | None, *, waiting: bool, blocking: boo
 def describe(obs: Observation) -> str:
     """One phrase for what an observation shows: ``on page_main with GET_ITEMS_1``."""
     text = f"on {obs.page}" if obs.page else "on an unknown screen"
+    text += " under a dialog no popup names" if obs.page and obs.cover is not None else ""
     return text + (f" with {', '.join(obs.popups)}" if obs.popups else "")
 
 
@@ -109,6 +115,7 @@ class _Course:
     faults: int = 0  # device faults in a row
     fault: TransientDeviceError | None = None  # the fault the last step ended with: the next verdict is DEVICE_ERROR
     swallowed: int = 0  # hops in a row that left the page as it was
+    covered: int = 0  # looks at a covered page in this navigation
 
 
 class Navigator:
@@ -132,6 +139,7 @@ class Navigator:
         self._last_expected: tuple[str | None, bool] | None = None
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
         self._looked_at: int | None = None  # the action count at the last look
+        self._clean: tuple[str, np.ndarray, int] | None = None  # a page's frame, clean if an action leaves the page
         self.home_buttons, self.learner = home_buttons(graph), learner  # an engine.learning.learner.Learner
 
     @property
@@ -237,9 +245,13 @@ class Navigator:
         if verdict is Verdict.POPUP:
             self.dismiss(ctx, obs)
             return self.look(ctx, expected=course.expected)
-        if verdict is Verdict.LOADING:
+        if verdict is Verdict.LOADING or (verdict is Verdict.COVERED and course.covered == 0 and
+                                          ctx.clock() < course.waiting_until):
+            course.covered += verdict is Verdict.COVERED  # (a hop still settling may dim the page a moment)
             ctx.wait(POLL_S)
             return self.look(ctx, expected=course.expected)
+        if verdict is Verdict.COVERED:
+            return uncover(self, ctx, obs, course, SETTLE_S)
         if verdict is Verdict.UNKNOWN:
             obs, course.ladder = recover(self, ctx, obs, course.ladder, SETTLE_S)
             course.expected = None
@@ -273,28 +285,8 @@ class Navigator:
         settings = self.graph.settings(self.graph.page(course.expected), link)
         course.waiting_until = ctx.clock() + max(SETTLE_S, settings.loading or 0.0)
         self._take(ctx, link, obs)
-        return self._swallowed(ctx, course, self._settle(ctx, course.expected, source, course.waiting_until), source)
-
-    def _swallowed(self, ctx: RunContext, course: _Course, obs: Observation, source: str) -> Observation:
-        """Two hops in a row that left the page as it was: something the graph does not know may cover it and
-        swallow the taps, so the model is asked (engine.navigation.recovery.escalate); once it was asked in this
-        run, one such hop asks again (the dialog came back), up to the run's bound on questions; then Stuck."""
-        if obs.page != source or obs.popups:
-            course.swallowed = 0
-            return obs
-        course.swallowed += 1
-        if course.swallowed < (1 if ctx.vision_calls else 2):
-            return obs
-        course.swallowed = 0
-        if not escalate(self, ctx, unknown=False):
-            if ctx.vision_calls >= MAX_ESCALATIONS:
-                raise Stuck(f"{source} still swallows the taps after {ctx.vision_calls} answer(s) of the vision "
-                            "model", page=source)
-            return obs
-        ctx.detectors.repeats.forgive()  # those hops were swallowed, not going round in circles
-        ctx.wait(SETTLE_S)
-        course.expected = None
-        return self.look(ctx, expected=None)
+        return swallowed(self, ctx, course, self._settle(ctx, course.expected, source, course.waiting_until),
+                         source, SETTLE_S)
 
     def _believe(self, verdict: Verdict, obs: Observation, expected: str | None) -> None:
         """A known page was seen: what was seen wins over what was believed."""
@@ -397,10 +389,19 @@ class Navigator:
         # engine.learning.learner: the graph grew
         if self.learner is not None and self.learner.looked(ctx, obs, frame):
             obs = self.observer.observe(frame, expected=expected, near=near)  # or shrank: what does it say now?
+        self._reference(obs, frame)
         self.last_observation, self._last_expected, self._looked_at = obs, (expected, near), self.actuator.performed
         ctx.record("observation", expected=expected, page=obs.page, popups=list(obs.popups), loading=obs.loading,
                    confidence=round(obs.confidence, 3), unchanged=unchanged)
         return obs
+
+    def _reference(self, obs: Observation, frame: np.ndarray) -> None:
+        """A page's frame is clean once an action led from it to another page: the observer keeps it as its reference."""
+        kept, performed = self._clean, self.actuator.performed
+        if kept is not None and obs.page is not None and obs.page != kept[0] and performed > kept[2]:
+            getattr(self.observer, "remember", lambda *_: None)(kept[0], kept[1])
+        clean = obs.page is not None and not (obs.popups or obs.cover is not None or obs.loading or obs.ambiguous)
+        self._clean = (obs.page, frame, performed) if clean else None
 
     def seen(self, ctx: RunContext, frame: np.ndarray, obs: Observation, action: Action | None = None
              ) -> Observation:

@@ -18,13 +18,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, TapAction
-from engine.core.errors import NavigationError, UnknownScreen
+from engine.core.errors import NavigationError, PopupBlocking, Stuck, UnknownScreen
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
     from engine.core.results import Observation
 
 RUNGS = ("back", "home", "vision")
+MAX_UNCOVER = 6
+"""Reactions to a covered page (a dialog no popup names over it) in one navigation before it counts as blocking."""
 MAX_ESCALATIONS = 4
 """Questions to the vision model in one run (a goto): each answer acted on may be followed by the dialog's return."""
 
@@ -81,6 +83,47 @@ def escalate(nav: Any, ctx: RunContext, *, unknown: bool = True) -> bool:
         nav.act(ctx, KeyAction(type="key", key="back"), nav.last_observation)
         return True
     return nav.learner is not None and nav.learner.try_unnamed(nav, ctx)
+
+
+def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: str, settle_s: float) -> Observation:
+    """Two hops in a row that left the page as it was: something the graph does not know may cover it and
+    swallow the taps, so the model is asked (`escalate`); once it was asked in this run, one such hop asks again
+    (the dialog came back), up to the run's bound on questions; then Stuck. Returns the next observation."""
+    if obs.page != source or obs.popups:
+        course.swallowed = 0
+        return obs
+    course.swallowed += 1
+    if course.swallowed < (1 if ctx.vision_calls else 2):
+        return obs
+    course.swallowed = 0
+    if not escalate(nav, ctx, unknown=False):
+        if ctx.vision_calls >= MAX_ESCALATIONS:
+            raise Stuck(f"{source} still swallows the taps after {ctx.vision_calls} answer(s) of the vision "
+                        "model", page=source)
+        return obs
+    ctx.detectors.repeats.forgive()  # those hops were swallowed, not going round in circles
+    ctx.wait(settle_s)
+    course.expected = None
+    return nav.look(ctx, expected=None)
+
+
+def uncover(nav: Any, ctx: RunContext, obs: Observation, course: Any, settle_s: float) -> Observation:
+    """A known page with something over it that no popup names (``Observation.cover``): the model is asked for the
+    point that closes it (with a learner, a lesson: engine.learning.learner); when it names none (or the run's
+    questions are spent), the back key, which closes many dialogs (a lesson too). Raises PopupBlocking after
+    MAX_UNCOVER tries in one navigation (`course.covered` counts them). Returns the next observation."""
+    course.covered += 1
+    if course.covered > MAX_UNCOVER:
+        raise PopupBlocking(f"(a dialog no popup names, over {obs.page})", course.covered - 1)
+    ctx.record("covered", page=obs.page, cover=obs.cover.to_dict() if hasattr(obs.cover, "to_dict") else None)
+    if not escalate(nav, ctx, unknown=False):
+        answer = getattr(nav.observer, "last_vision", None)
+        label = (getattr(answer, "blocking_element", None) or "dialog") if ctx.vision_calls else "dialog"
+        if nav.learner is None or not nav.learner.keyed(nav, ctx, "back", label):
+            nav.act(ctx, KeyAction(type="key", key="back"), obs)
+    ctx.detectors.repeats.forgive()
+    ctx.wait(settle_s)
+    return nav.look(ctx, expected=course.expected)
 
 
 def visible_home_button(nav: Any) -> str | None:

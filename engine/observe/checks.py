@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from engine.core.results import Evidence
+from verifiers.template import TemplateCheck
 
 WEAK_CONFIDENCE = 0.6
 """Scale of the confidence of a page named on colour alone (only possible when no template exists for it)."""
@@ -80,3 +81,16 @@ def closest_misses(misses: Sequence[tuple[Target, list[Evidence]]], count: int =
     # Target.match stops at its first miss, so a miss's evidence ends with the one signature that missed.
     ranked = sorted((m for m in misses if m[1]), key=lambda m: (-len(m[1]), -m[1][-1].score))
     return [replace(found[-1], signature=f"{target.name}/{found[-1].signature}") for target, found in ranked[:count]]
+
+
+def template_means(target: Target) -> dict[str, tuple[float, float, float]]:
+    """The mean colour of each textured template of a page, by signature name (how bright the page should be)."""
+    means: dict[str, tuple[float, float, float]] = {}
+    stack = list(target.checks)
+    while stack:
+        check = stack.pop()
+        if isinstance(check, CombinedCheck):
+            stack.extend(check.checks)
+        elif isinstance(check, TemplateCheck) and not all(check.flat):
+            means[check.name] = check.means[0]
+    return means

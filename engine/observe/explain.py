@@ -2,7 +2,7 @@
 threshold and area, and a sentence for why the winner won or why nothing did (the studio's recognition view).
 
 The answer is the observer's own (``Observer.observe``); the candidates are its compiled checks, every one run
-(``Observer.score_all``) so that a miss shows its score even where ``observe`` stopped at an earlier miss. Nothing
+(``score_all``) so that a miss shows its score even where ``observe`` stopped at an earlier miss. Nothing
 here recognises anything the observer does not.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from engine.core.results import Evidence, Observation
 from engine.observe.checks import WEAK_CONFIDENCE, CombinedCheck, Target
 from engine.observe.observer import AMBIGUITY_MARGIN, Observer
-from verifiers.common import signature_name
+from verifiers.common import frame_scope, pyramid, signature_name
 
 
 def _leaves(check: Any) -> list[Any]:
@@ -156,9 +156,28 @@ def explain(observer: Observer, frame: np.ndarray) -> dict[str, Any]:
     """
     obs = observer.observe(frame)
     prepared = observer.prepare(frame)
-    candidates = [_candidate(t, rows, obs, _sources(observer.graph, t)) for t, rows in observer.score_all(prepared)]
+    candidates = [_candidate(t, rows, obs, _sources(observer.graph, t)) for t, rows in score_all(observer, prepared)]
     candidates.sort(key=lambda c: ({"loading": 0, "page": 1, "popup": 2}.get(c["kind"], 3), not c["chosen"],
                                    not c["hit"], -max([s["score"] or 0.0 for s in c["signatures"]] or [0.0])))
     height, width = prepared.shape[:2]
     return {"observation": obs.to_dict(), "candidates": candidates, "why": why(obs, candidates),
             "width": width, "height": height}
+
+
+def score_all(observer: Observer, frame: np.ndarray) -> list[tuple[Target, list[tuple[Any, Evidence | None]]]]:
+    """Every compiled check of the loading screen, every page and every popup scored on `frame`, where
+    ``observe`` stops at a target's first miss (the studio's recognition view). An OCR check after a miss is not
+    run (None): it is slow, and the observer would not have run it either."""
+    with observer._lock:
+        frame = observer.prepare(frame)
+        with frame_scope(frame):
+            pyramid(frame).convert_whole()
+            targets = ([observer.loading] if observer.loading is not None else []) + observer.pages + observer.popups
+            scored = []
+            for target in targets:
+                rows: list[tuple[Any, Evidence | None]] = []
+                for check in target.checks:
+                    missed = any(e is not None and not e.hit for _, e in rows)
+                    rows.append((check, None if missed and check.channel == "ocr" else check.verify(frame)))
+                scored.append((target, rows))
+            return scored

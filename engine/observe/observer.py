@@ -11,7 +11,11 @@ and matching only. Order of work for ``observe(frame, expected)``:
 5. the expected page's neighbours (one link away, either direction), then every other page in definition order
    (ALAS's order), recording every page that hits so that ambiguity is seen rather than hidden;
 6. only with ``escalate=True``: free-text OCR (when the observer was given ``ocr``) and the vision model (when
-   given ``vision``) for a frame nothing explained.
+   given ``vision``) for a frame nothing explained;
+7. a page named with no popup: is something covering it (engine.observe.cover)? Against the page's clean reference
+   once a caller ``remember``ed one (a frame a tap went through), else by the brightness of its matched templates.
+   A covered page comes back with ``Observation.cover`` set, and is not verified (a known popup's own signatures
+   are its fast path: a page with a popup named is never checked).
 
 Within a page or popup, signatures run cheapest first (colour, template, OCR) and stop at the first miss. When
 no page is named, the evidence ends with the closest misses (engine.observe.checks.closest_misses): the best-scoring
@@ -46,7 +50,8 @@ from engine.config.schema import AnyOfSignature, ColorSignature, Graph, OcrSigna
 from engine.core.errors import BadFrame, VerificationError
 from engine.core.results import Evidence, Observation
 from engine.device.frames import fit, frame_problem
-from engine.observe.checks import CombinedCheck, Target, closest_misses
+from engine.observe.checks import CombinedCheck, Target, closest_misses, template_means
+from engine.observe.cover import CoverReport, Thumb, judge, thumb
 from engine.observe.taps import compile_search_taps, locate
 from verifiers import color as color_verifier
 from verifiers import ocr as ocr_verifier
@@ -111,6 +116,9 @@ class Observer:
         )
         self.neighbours = self._neighbours(graph)
         self.search_taps = compile_search_taps(self.graph, assets)  # dismiss taps that find their button first
+        self.references: dict[str, Thumb] = {}
+        """A clean frame of each page, reduced (engine.observe.cover.thumb): what a page looks like uncovered."""
+        self._means = {t.name: template_means(t) for t in self.pages}
         log.debug(
             "observer compiled %d pages, %d popups in %.1f ms (%d unavailable)",
             len(self.pages), len(self.popups), (time.perf_counter() - start) * 1000, len(self.unavailable),
@@ -122,7 +130,7 @@ class Observer:
         fresh = Observer(graph, assets, ocr=self.ocr, vision=self.vision)
         with self._lock:
             for key, value in vars(fresh).items():
-                if key not in ("_lock", "_latency", "last_vision"):
+                if key not in ("_lock", "_latency", "last_vision", "references"):
                     setattr(self, key, value)
 
     # ---- compiling
@@ -291,7 +299,25 @@ class Observer:
             evidence.extend(closest_misses(misses))  # so a graph author sees why no page was named
         if escalate and page is None and not popups and not ambiguous:
             page, popups, confidence = self._escalate(frame, evidence)
-        return self._finish(start, page, popups, evidence, ambiguous=ambiguous, confidence=confidence)
+        cover = self._cover(frame, page, evidence) if page is not None and not popups and not ambiguous else None
+        return self._finish(start, page, popups, evidence, ambiguous=ambiguous, confidence=confidence, cover=cover)
+
+    def _cover(self, frame: np.ndarray, page: str, evidence: list[Evidence]) -> CoverReport | None:
+        """What covers `page` on `frame` when no popup was named (engine.observe.cover): against the page's clean
+        reference when one was remembered, else the brightness of its own matched templates. None: nothing."""
+        t = time.perf_counter()
+        means = self._means.get(page, {})
+        report = judge(frame, self.references.get(page), [(e.box, means[e.signature]) for e in evidence
+                                                          if e.hit and e.box is not None and e.signature in means])
+        self._latency["cover"] = self._latency.get("cover", 0.0) + (time.perf_counter() - t) * 1000.0
+        return report if report.covered else None
+
+    def remember(self, page: str, frame: np.ndarray) -> None:
+        """`frame` shows `page` with nothing over it (the caller knows: a tap on it went through): it becomes the
+        page's clean reference, what a later frame of the page is compared with (engine.observe.cover)."""
+        if page in self.page_by_name:
+            with self._lock:
+                self.references[page] = thumb(self.prepare(frame))
 
     def _popups(
         self, frame: np.ndarray, evidence: list[Evidence], page: str | None, strong_only: bool = False
@@ -368,7 +394,7 @@ class Observer:
             return self._finish(start, page, popups, evidence, confidence=confidence)
 
     def _finish(self, start: float, page, popups, evidence, *, ambiguous=(), confidence=0.0,
-                loading=False) -> Observation:
+                loading=False, cover=None) -> Observation:
         latency = dict(self._latency)
         for e in evidence:
             if e.channel == "vision" or e.signature == "free_text":
@@ -382,25 +408,8 @@ class Observer:
             evidence=tuple(evidence),
             latency_ms=latency,
             ambiguous=tuple(ambiguous),
+            cover=cover,
         )
-
-    def score_all(self, frame: np.ndarray) -> list[tuple[Target, list[tuple[Any, Evidence | None]]]]:
-        """Every compiled check of the loading screen, every page and every popup scored on `frame`, where
-        ``observe`` stops at a target's first miss (engine.observe.explain: the studio's recognition view). An
-        OCR check after a miss is not run (None): it is slow, and the observer would not have run it either."""
-        with self._lock:
-            frame = self.prepare(frame)
-            with frame_scope(frame):
-                pyramid(frame).convert_whole()
-                targets = ([self.loading] if self.loading is not None else []) + self.pages + self.popups
-                scored = []
-                for target in targets:
-                    rows: list[tuple[Any, Evidence | None]] = []
-                    for check in target.checks:
-                        missed = any(e is not None and not e.hit for _, e in rows)
-                        rows.append((check, None if missed and check.channel == "ocr" else check.verify(frame)))
-                    scored.append((target, rows))
-                return scored
 
     def verify_page(self, frame: np.ndarray, page: str) -> tuple[bool, list[Evidence]]:
         """Whether `frame` shows `page` (its signatures only, no scan): the navigator's cheapest question."""
@@ -435,3 +444,4 @@ class Observer:
             frame = self.prepare(frame)
             with frame_scope(frame):
                 return check.verify(frame)
+

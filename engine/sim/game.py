@@ -227,7 +227,7 @@ class SimGame:
             self.counters["keys"] += 1
             name = key_name(key)
             if name is None or self._loading_until is not None or self._transition is not None or \
-                    self.overlays.shown:
+                    self.overlays.key(name):
                 return
             if self.unknown:
                 if name == "back":

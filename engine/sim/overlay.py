@@ -28,9 +28,13 @@ class Overlay:
     closes: Area
     then: "Overlay | None" = None
     returns: Literal["at_once", "next_hop"] = "next_hop"
+    dim: float = 1.0
+    back: bool = False
 
     def draw(self, frame: np.ndarray) -> None:
-        """Paste the dialog onto `frame` in place (clipped to the frame)."""
+        """Paste the dialog onto `frame` in place (clipped to the frame), over the screen dimmed by `dim`."""
+        if self.dim < 1.0:
+            np.multiply(frame, self.dim, out=frame, casting="unsafe")
         x, y = self.at
         h, w = self.image.shape[:2]
         fh, fw = frame.shape[:2]
@@ -65,11 +69,22 @@ class Overlays:
         if not self.shown:
             return False
         top = self.shown[-1]
-        if top.closed_by(x, y):
-            self.shown.pop()
-            if top.then is not None:
-                (self.shown if top.returns == "at_once" else self.waiting).append(top.then)
+        if not top.back and top.closed_by(x, y):
+            self._close()
         return True
+
+    def key(self, name: str) -> bool:
+        """A key while overlays show: back closes the top one when it is closed by back; every key is taken."""
+        if not self.shown:
+            return False
+        if name == "back" and self.shown[-1].back:
+            self._close()
+        return True
+
+    def _close(self) -> None:
+        top = self.shown.pop()
+        if top.then is not None:
+            (self.shown if top.returns == "at_once" else self.waiting).append(top.then)
 
     def arrived(self) -> None:
         """A page change ended: the overlays waiting for it show."""
