@@ -82,7 +82,11 @@ class Session:
         self.tools = Tools.from_session(self, providers=self.providers, schedule=self._schedule_hook(), **timing)
 
     def _schedule_hook(self) -> Any:
-        if self.schedule_db is None or not Path(self.schedule_db).is_file() or self.tasks is None:
+        if self.schedule_db is None or self.tasks is None:
+            return None
+        from engine.schedule.store import database_exists
+
+        if not database_exists(self.schedule_db):
             return None
         from engine.config.schedule import load_schedule
         from engine.runtime.schedhook import ScheduleHook

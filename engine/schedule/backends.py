@@ -59,6 +59,36 @@ def read_url_file(path: str | Path) -> str:
     return url
 
 
+ENV_URL = "ENGINE_DB_URL"
+ENV_URL_FILE = "ENGINE_DB_URL_FILE"
+ENV_PATH = "ENGINE_SCHEDULE_DB"
+
+
+def default_path() -> Path:
+    from engine.core.paths import agent_home
+
+    return agent_home() / "schedule.sqlite3"
+
+
+def database_url(db: str | Path | None = None, db_file: str | Path | None = None) -> str:
+    """The schedule's database: `db` (--db), else the URL in `db_file` (--db-file), else $ENGINE_DB_URL, else the
+    URL in the file $ENGINE_DB_URL_FILE, else $ENGINE_SCHEDULE_DB, else $ENGINE_HOME/schedule.sqlite3."""
+    if db:
+        return str(db)
+    if db_file:
+        return read_url_file(db_file)
+    if os.environ.get(ENV_URL):
+        return os.environ[ENV_URL]
+    if os.environ.get(ENV_URL_FILE):
+        return read_url_file(os.environ[ENV_URL_FILE])
+    return os.environ.get(ENV_PATH) or str(default_path())
+
+
+def database_exists(url: str | Path) -> bool:
+    """Whether there is a schedule to share: a SQLite file that exists, or any PostgreSQL URL (its server says)."""
+    return open_backend(url).exists()
+
+
 def open_backend(url: str | Path) -> SqliteBackend | PostgresBackend:
     text = str(url)
     if is_postgres(text):
@@ -180,9 +210,12 @@ class _Backend:
         """Close this thread's connection (each thread has its own)."""
         self._drop()
 
+    def __del__(self) -> None:  # a store dropped without close() must not leave a server connection open
+        self.close_all()
+
     def close_all(self) -> None:
-        with self._lock:
-            conns, self._all = self._all, []
+        with getattr(self, "_lock", threading.Lock()):
+            conns, self._all = getattr(self, "_all", []), []
         for conn in conns:
             try:
                 conn.close()
@@ -288,9 +321,9 @@ class PostgresBackend(_Backend):
         import psycopg
 
         text = redact_text(" ".join(str(exc).split()))[:400]
-        if isinstance(exc, psycopg.errors.LockNotAvailable):
-            return ScheduleError(f"the schedule database {self.where}: a row stayed locked for "
-                                 f"{BUSY_TIMEOUT_MS / 1000:.0f} s; try again", path=self.where)
+        if isinstance(exc, (psycopg.errors.LockNotAvailable, psycopg.errors.TransactionRollback)):
+            return ScheduleError(f"the schedule database {self.where}: another writer held a row past "
+                                 f"{BUSY_TIMEOUT_MS / 1000:.0f} s or crossed this one; try again", path=self.where)
         if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
             return ScheduleUnreachable(f"cannot reach the schedule database {self.where}: {text}", path=self.where)
         return ScheduleError(f"the schedule database {self.where} refused a statement: {text}", path=self.where)

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import ScheduleError
-from engine.schedule.backends import open_backend
+from engine.schedule.backends import database_exists, database_url, default_path, open_backend
 from engine.schedule.hosts import alive_here, host_id, new_owner, owner_host
 
-__all__ = ["Claim", "Store", "default_path", "new_owner", "LEASE_S"]
+__all__ = ["Claim", "Store", "database_exists", "database_url", "default_path", "new_owner", "LEASE_S"]
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +77,6 @@ class Claim:
     due: float
     owner: str
     attempt: int
-
-
-def default_path() -> Path:
-    from engine.core.paths import agent_home
-
-    return agent_home() / "schedule.sqlite3"
 
 
 def _version(value: Any, where: str) -> int:
@@ -264,14 +258,19 @@ class Store:
 
     # --------------------------------------------------------------------------------------------- claims
 
+    def _lock_device(self, db: Any, device: str) -> None:
+        """Lock the device's row first: every transaction that writes a device's claims takes it before any other
+        row, so two of them wait in line instead of deadlocking (PostgreSQL; SQLite's BEGIN IMMEDIATE already did)."""
+        db.run("INSERT INTO devices (device) VALUES (?) ON CONFLICT (device) DO NOTHING", (device,))
+        db.one(f"SELECT device FROM devices WHERE device = ?{self.backend.LOCK}", (device,))
+
     def claim(self, device: str, task: str, due: float, owner: str, now: float) -> Claim | None:
         """Claim the run of `task` for due time `due`, in one transaction; None when it is not (or no longer) due at
         `due`, another claim of this device is being made, or a live owner holds it. A stale claim (its owner died)
         is taken over as the next attempt."""
-        lock, skip = self.backend.LOCK, self.backend.SKIP
+        lock, skip = self.backend.LOCK, self.backend.SKIP  # locks in one order: device, task, claim
         with self.backend.tx() as db:
-            db.run("INSERT INTO devices (device) VALUES (?) ON CONFLICT (device) DO NOTHING", (device,))
-            db.one(f"SELECT device FROM devices WHERE device = ?{lock}", (device,))  # one claim per device at once
+            self._lock_device(db, device)
             row = db.one(f"SELECT next_run FROM tasks WHERE device = ? AND task = ?{skip}", (device, task))
             if row is None or row[0] != due or due > now or self._busy(db, device, owner, task):
                 return None
@@ -297,6 +296,7 @@ class Store:
     def renew(self, claim: Claim) -> None:
         """Renew the lease of a claim while its run goes on (a run may outlast LEASE_S)."""
         with self.backend.tx() as db:
+            self._lock_device(db, claim.device)
             db.run(f"UPDATE claims SET lease = {self.NOW} WHERE device = ? AND task = ? AND due = ? AND owner = ?",
                    (claim.device, claim.task, claim.due, claim.owner))
             db.run(f"UPDATE devices SET lease = {self.NOW} WHERE device = ? AND owner = ?", (claim.device, claim.owner))
@@ -319,6 +319,7 @@ class Store:
         """Record the end of a claimed run and the task's next due time, in one transaction. False (nothing written)
         when the claim is no longer this owner's: another process took it over."""
         with self.backend.tx() as db:
+            self._lock_device(db, claim.device)
             held = db.one(f"SELECT owner, finished FROM claims WHERE device = ? AND task = ? AND due = ?"
                           f"{self.backend.LOCK}", (claim.device, claim.task, claim.due))
             if held is None or held[0] != claim.owner or held[1] is not None:
