@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import ScheduleError
-from engine.schedule.backends import database_exists, database_url, default_path, open_backend
+from engine.schedule.backends import database_exists, database_url, default_path, open_backend, read_url_file
 from engine.schedule.hosts import alive_here, host_id, new_owner, owner_host
 
-__all__ = ["Claim", "Store", "database_exists", "database_url", "default_path", "new_owner", "LEASE_S"]
+__all__ = ["Claim", "Store", "database_exists", "database_url", "default_path", "new_owner", "read_url_file",
+           "LEASE_S"]
 
 log = logging.getLogger(__name__)
 

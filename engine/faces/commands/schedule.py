@@ -182,9 +182,13 @@ def _run_now(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from engine.runtime.schedsim import simulate
+    from engine.schedule.store import read_url_file
 
+    # only a database named here: the simulation never writes into the schedule ENGINE_DB_URL names
+    db = args.db or (read_url_file(args.db_file) if args.db_file else None)
     report = simulate(days=args.days, seed=args.seed, scenario=args.scenario, kills=args.kills,
-                      devices=args.devices_n, graph=args.graph, server=args.server, keep=args.keep)
+                      devices=args.devices_n, hosts=args.hosts, db=db, graph=args.graph, server=args.server,
+                      keep=args.keep)
     if args.json:
         print(json.dumps(report))
     else:
@@ -238,6 +242,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--scenario", help="simulator fault scenario YAML")
     sim.add_argument("--kills", type=int, default=0, help="kill the scheduler process this many times")
     sim.add_argument("--devices", dest="devices_n", type=int, default=1, help="simulated devices")
+    sim.add_argument("--hosts", type=int, default=1, help="scheduler processes, each a host of its own with its "
+                                                          "share of the devices, on one database")
+    sim.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH|URL",
+                     help="the database to simulate on (a new, empty one; default: a SQLite file of its own)")
     sim.add_argument("--graph", help="page graph folder (default: the shipped graph)")
     sim.add_argument("--server", help="game server")
     sim.add_argument("--keep", action="store_true", help="keep the work folder (database, clock) and name it")
