@@ -198,7 +198,8 @@ class Store:
                 raise ScheduleError(f"device {device} is already driven by another scheduler ({row[0]}, host "
                                     f"{owner_host(row[0])}); stop it first: one scheduler per device", device=device)
             db.run(f"UPDATE devices SET owner = ?, pid = ?, host = ?, heartbeat = ?, lease = {self.NOW}, "
-                   "running = NULL, state = 'starting' WHERE device = ?", (owner, os.getpid(), host_id(), now, device))
+                   "running = NULL, state = 'starting' WHERE device = ?", (owner, os.getpid(), owner_host(owner), now,
+                                                                        device))
 
     def release_device(self, device: str, owner: str) -> None:
         with self.backend.tx() as db:
