@@ -168,3 +168,16 @@ def test_pause_resume_and_run_now_act_by_host(db_url):
     assert store.take_requests("b1") == ["chore"] and store.take_requests("a1") == []
     assert {d["device"]: d["host"] for d in store.status(NOW)["devices"]} == {"a1": "host-a", "a2": "host-a",
                                                                               "b1": "host-b"}
+
+
+def test_two_hosts_on_postgresql_with_a_kill_mid_run_miss_nothing_and_claim_nothing_twice(postgres):
+    """The short CI form of `schedule simulate --db URL --hosts H` (the long form, 2 days with 3 hosts x 2 devices:
+    benchmarks/README.md)."""
+    from engine.runtime.schedsim import simulate
+
+    report = simulate(days=0.03, seed=5, devices=2, hosts=2, kills=1, db=postgres.new_database(),
+                      scenario=str(ROOT / "tests/data/scenarios/chaos.yaml"))
+    assert report["hosts"] == 2 and report["scheduler_restarts"] == 1
+    assert report["kills_mid_run"] == 1 and report["takeovers"] == 1  # the kill hit a claimed run; it was taken over
+    assert report["double_claims"] == 0 and report["false_successes"] == 0 and report["missed_days"] == 0
+    assert report["runs"] >= 10
