@@ -27,6 +27,7 @@ from engine.core.errors import EngineError, ScheduleError, ScheduleUnreachable
 from engine.core.results import STATUSES
 from engine.schedule.notify import Notifier
 from engine.schedule.runs import claim_due, record
+from engine.schedule.hosts import host_id, owner_host
 from engine.schedule.store import LEASE_S, Claim, Store, new_owner
 
 log = logging.getLogger(__name__)
@@ -104,13 +105,36 @@ class Worker:
                 log.warning("%s: %s", self.device, exc)
 
     def _run(self) -> None:
+        if not self._while_reachable(self._take):
+            return
         now = self.time.now()
-        self._while_reachable(lambda: self.store.take_device(self.device, self.owner, now))
         self.store.ensure_tasks(self.device, self.schedule.names(), now)
         self._report_missed(now)
         self.marks = (now, self.time.monotonic())
         while not self.stop.is_set():
             self._while_reachable(self._turn)
+
+    def _take(self) -> bool:
+        """Take the device; while a scheduler of another host drives it, stand by until its lease runs out (a
+        standby host takes over a dead one's devices). False when stopped first. One of this host: ScheduleError."""
+        told = False
+        while True:
+            try:
+                self.store.take_device(self.device, self.owner, self.time.now())
+                return True
+            except ScheduleUnreachable:
+                raise
+            except ScheduleError as exc:
+                holder = exc.context.get("owner")
+                if holder is None or owner_host(holder) == host_id():
+                    raise
+                if not told:
+                    log.warning("%s: driven from host %s; standing by until its lease runs out", self.device,
+                                owner_host(holder))
+                    told = True
+            if self.stop.is_set():
+                return False
+            self.time.wait(CONTROL_POLL_S, self.stop)
 
     def _while_reachable(self, step: Callable[[], Any]) -> Any:
         """Run `step`; while the database server does not answer, wait with backoff (said once, on stderr and to a

@@ -196,7 +196,8 @@ class Store:
             row = db.one(f"SELECT owner FROM devices WHERE device = ?{self.backend.LOCK}", (device,))
             if row and row[0] and row[0] != owner and self._owner_alive(db, device, row[0]):
                 raise ScheduleError(f"device {device} is already driven by another scheduler ({row[0]}, host "
-                                    f"{owner_host(row[0])}); stop it first: one scheduler per device", device=device)
+                                    f"{owner_host(row[0])}); stop it first: one scheduler per device", device=device,
+                                    owner=row[0])
             db.run(f"UPDATE devices SET owner = ?, pid = ?, host = ?, heartbeat = ?, lease = {self.NOW}, "
                    "running = NULL, state = 'starting' WHERE device = ?", (owner, os.getpid(), owner_host(owner), now,
                                                                         device))

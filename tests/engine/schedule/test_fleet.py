@@ -181,3 +181,29 @@ def test_two_hosts_on_postgresql_with_a_kill_mid_run_miss_nothing_and_claim_noth
     assert report["kills_mid_run"] == 1 and report["takeovers"] == 1  # the kill hit a claimed run; it was taken over
     assert report["double_claims"] == 0 and report["false_successes"] == 0 and report["missed_days"] == 0
     assert report["runs"] >= 10
+
+
+def test_a_standby_host_takes_a_dead_hosts_device_after_the_lease(db_url, caplog):
+    import logging
+
+    from engine.config.schedule import Due, Entry, Retry, Schedule, parse_zone
+    from engine.runtime.scheduler import Worker
+    from engine.schedule.store import LEASE_S
+
+    store = Store(db_url)
+    store.take_device("dev", "dead-host:7:x.1:00000000", NOW)  # a host that died a moment ago
+    schedule = Schedule((Entry(task="chore", due=Due(every=600)),), ("00:00",), parse_zone("UTC+00:00"), Retry(),
+                        None)
+    session, clock = _session(FakeTools([])), FakeTime(stop_after=8)
+
+    def lease_runs_out(t: FakeTime) -> None:
+        if t.waits == 3:
+            with store.backend.tx() as db:
+                db.run("UPDATE devices SET lease = lease - ? WHERE device = 'dev'", (LEASE_S + 1,))
+    clock.script.append(lease_runs_out)
+    worker = Worker("dev", lambda: session, store, schedule, time=clock, session=session)
+    with caplog.at_level(logging.WARNING, logger="engine.runtime.scheduler"):
+        worker.run()
+    assert worker.failure is None and session.tools.calls == [("alas_run", "chore")]
+    assert [r.getMessage() for r in caplog.records].count("dev: driven from host dead-host; standing by until its "
+                                                          "lease runs out") == 1
