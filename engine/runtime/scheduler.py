@@ -260,7 +260,7 @@ class Worker:
                     self.store.renew(claim)
                 except ScheduleError as exc:
                     log.warning("%s: cannot renew the claim of %s: %s", self.device, claim.task, exc)
-            self.store.close()  # this thread's own connection
+            self.store.close_thread()
         beater = threading.Thread(target=renew, name=f"lease-{self.device}", daemon=True)
         beater.start()
         try:

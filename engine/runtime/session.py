@@ -95,9 +95,15 @@ class Session:
         schedule = load_schedule(self.graph_dir, self.graph, set(self.tasks.names()))
         if schedule is None:
             return None
-        store = Store(self.schedule_db)
-        self._closers.append(store.close)
-        return ScheduleHook(store, schedule, self.device.serial)
+        from engine.core.errors import ScheduleUnreachable
+
+        try:
+            store = Store(self.schedule_db)
+            self._closers.append(store.close)
+            return ScheduleHook(store, schedule, self.device.serial)
+        except ScheduleUnreachable as exc:  # the tools still work; they just do not see the schedule
+            log.warning("%s; the tools run without the schedule", exc)
+            return None
 
     def _open_navigation(self) -> None:
         from engine.config.taskfiles import TaskBook

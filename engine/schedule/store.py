@@ -162,6 +162,11 @@ class Store:
         return db.one("SELECT to_regclass(?) IS NOT NULL", (table,))[0]
 
     def close(self) -> None:
+        """Close every connection of this store, whichever thread opened it."""
+        self.backend.close_all()
+
+    def close_thread(self) -> None:
+        """Close the calling thread's connection only (a thread that ends while the store goes on)."""
         self.backend.close()
 
     def _read(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
