@@ -58,7 +58,13 @@ def one_line(text: object) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the parsed command; every exception becomes one stderr line and an exit code."""
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe (`| head -1`) shows here, inside this try, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # the reader went away (`| head`): it has what it wanted; nothing more may be written to that pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)  # a graph error lists one located problem per line
         return 2

@@ -3,7 +3,9 @@
 #   adb              the real ADB client that the protocol conformance test drives against the simulator;
 #   chromium,        the headless browser (and its WebDriver) that tests/engine/faces/studio/test_browser.py drives
 #   chromium-driver  through selenium;
-#   graphviz         `dot`, which draws the studio's graph view as SVG on the server.
+#   graphviz         `dot`, which draws the studio's graph view as SVG on the server;
+#   postgresql       the server (initdb, pg_ctl) of the throwaway cluster the schedule's fleet tests start
+#                    (tests/postgres.py); the package's own cluster is not used, and runs as its `postgres` user.
 # Idempotent: installs only what is missing, runs `apt-get update` at most once, and does nothing when all is there.
 set -euo pipefail
 
@@ -13,6 +15,7 @@ command -v adb >/dev/null 2>&1 || missing+=(adb)
 { [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; } || missing+=(chromium)
 { [ -x /usr/bin/chromedriver ] || command -v chromedriver >/dev/null 2>&1; } || missing+=(chromium-driver)
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0

@@ -90,3 +90,17 @@ def dismiss_point(graph, popup: str) -> list[int]:
     from engine.navigation.actuator import Actuator
 
     return list(Actuator(None, graph).tap_point(graph.popup(popup).dismiss[0], None))
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throwaway PostgreSQL cluster per test process (tests/postgres.py); each xdist worker starts its own."""
+    from tests.postgres import Cluster, binaries
+
+    if binaries() is None:
+        if os.environ.get("CI"):
+            pytest.fail("no PostgreSQL server: scripts/install-system-deps.sh installs Debian's postgresql")
+        pytest.skip("no PostgreSQL server here (scripts/install-system-deps.sh installs it)")
+    cluster = Cluster()
+    yield cluster
+    cluster.close()

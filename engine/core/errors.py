@@ -6,7 +6,8 @@
     │   ├── YamlError          a YAML file could not be read cleanly (carries the list of Problems)
     │   ├── ProposalRefused    a learned popup's signature fires on frames of known pages (carries the frames)
     │   └── ScheduleError      the schedule's database cannot be used (corrupt, locked, newer), or a device is
-    │                          already driven by another scheduler (carries path, device)
+    │       │                  already driven by another scheduler (carries path, device)
+    │       └── ScheduleUnreachable  the schedule's database server does not answer (workers wait and retry)
     ├── DeviceError            the device or ADB misbehaved (carries serial)
     │   ├── TransientDeviceError   worth a retry after a reconnect
     │   │   ├── DeviceTimeout          a call did not answer inside its bound
@@ -285,5 +286,12 @@ class StreamClosed(EngineError):
 class ScheduleError(ConfigError):
     """The schedule's database cannot be used as it is (corrupt, locked too long, written by a newer version), or
     a device is already driven by another scheduler. Nothing is overwritten: the message says what to do."""
+
+    status = "config_error"
+
+
+class ScheduleUnreachable(ScheduleError):
+    """The schedule's database server cannot be reached (down, network, refused login): a scheduler's workers wait
+    with backoff and go on when it answers again; a command reports it and exits 2."""
 
     status = "config_error"

@@ -6,7 +6,7 @@ A secret is any of:
   wherever it appears;
 - a value registered with :func:`add_secret` (an API key given in code, which no environment variable holds);
 - a string shaped like a Google credential: an API key (``AIza`` and 35 more key characters) or an OAuth access
-  token (``ya29.``), and the credential after ``Bearer``;
+  token (``ya29.``), and the credential after ``Bearer``; the password in a URL (``scheme://user:PASSWORD@``);
 - anything stored under a key that names a secret (``api_key``, ``token``, ``Authorization``, ...).
 
 Each is replaced by ``[redacted]``. :func:`scrub` keeps the shape of what it is given (dicts, lists and tuples
@@ -41,6 +41,9 @@ _SECRET_KEY = re.compile(
 )
 _SHAPED = re.compile(r"AIza[0-9A-Za-z_\-]{30,}|ya29\.[0-9A-Za-z_\-.]{10,}|(?<=Bearer )[0-9A-Za-z_\-.=+/]{8,}")
 
+# the password of a URL (postgresql://user:PASSWORD@host/db, mailto://user:PASSWORD@...), whoever printed it
+_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s/]+@")
+
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
 
@@ -70,7 +73,7 @@ def redact_text(text: str, known: Sequence[str] | None = None) -> str:
     for secret in known_secrets() if known is None else known:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return _SHAPED.sub(REDACTED, text)
+    return _URL_PASSWORD.sub(rf"\1{REDACTED}@", _SHAPED.sub(REDACTED, text))
 
 
 def scrub(value: Any, *, known: Sequence[str] | None = None) -> Any:

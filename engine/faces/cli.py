@@ -117,11 +117,12 @@ def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]
     return session.tools, session.close
 
 
-def schedule_db() -> Path:
-    """The scheduler's database the tools share (ENGINE_SCHEDULE_DB, else engine.schedule.store.default_path)."""
-    from engine.schedule.store import default_path
+def schedule_db() -> str:
+    """The scheduler's database the tools share: a path or a URL (engine.schedule.store.database_url: ENGINE_DB_URL,
+    ENGINE_DB_URL_FILE, ENGINE_SCHEDULE_DB, else a file in ENGINE_HOME)."""
+    from engine.schedule.store import database_url
 
-    return Path(os.environ["ENGINE_SCHEDULE_DB"]) if os.environ.get("ENGINE_SCHEDULE_DB") else default_path()
+    return database_url()
 
 
 def outside_tasks(args: argparse.Namespace) -> list[Any]:

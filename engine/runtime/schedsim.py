@@ -4,9 +4,12 @@ The harness (this process) serves D simulated devices behind one fake ADB server
 file (FileClock: the time and a hold, mapped by both processes). It starts `python -m engine schedule run` with the
 clock's file in ENGINE_SCHEDULE_VCLOCK: that process keeps time with VirtualTime, where a worker's waits between due
 times last no wall time (when every worker waits, the clock jumps to the earliest wake-up) and the game's timers (its
-lists' `timer`s, engine.config.simstate) advance with the same clock. With --kills K the harness kills the scheduler
-(SIGKILL) at K random moments, lets the clock run on for up to ten simulated minutes (the machine was down), and
-starts it again on the same database.
+lists' `timer`s, engine.config.simstate) advance with the same clock. With --hosts H it starts H such processes, each
+with its own host id (ENGINE_HOST_ID) and its share of the devices, on one database (--db: a PostgreSQL URL for a
+fleet); the clock then jumps only when every worker of every host waits (each process keeps its slot in the clock's
+file). With --kills K the harness kills a host's scheduler (SIGKILL) K times, every other kill while one of its
+runs holds a claim (so the claim must be taken over), lets the clock run on for up to ten simulated minutes (the
+machine was down), and starts it again on the same database.
 
 What it reports is measured against the simulator's truth, not the scheduler's word:
     runs                 runs in the history
@@ -15,7 +18,8 @@ What it reports is measured against the simulator's truth, not the scheduler's w
     false_successes      verified runs of a task visiting a list's page that left an item of that list ready (its
                          timer ended before the run began) still there after the run
     collect_delay_p95_s  from an item's timer ending to its collection (items never collected count to the end)
-    restarts             game restarts; scheduler_restarts: the kills
+    restarts             game restarts; scheduler_restarts: the kills; kills_mid_run: those that hit a claimed run
+    takeovers            claims taken over from a dead owner (history rows of a second or later attempt)
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ from typing import Any
 START = 1_767_600_000.0  # 2026-01-05 08:00 UTC: a Monday, away from any reset
 ENV_CLOCK = "ENGINE_SCHEDULE_VCLOCK"
 ENV_UNTIL = "ENGINE_SCHEDULE_UNTIL"
+ENV_SLOT = "ENGINE_SCHEDULE_VSLOT"
+SLOTS = 8
+"""Processes that can share one virtual clock (hosts in `simulate --hosts`)."""
+AIM_BOUND_S = 60.0
+"""How long (wall seconds) an aimed kill waits for a run to be claimed before it kills anyway."""
 DOWNTIME_S = 600.0
 LIFE_BOUND_S = 3600.0
 """A scheduler process that has not ended by this many wall seconds is killed and the run fails."""
@@ -48,12 +57,23 @@ class FileClock:
     Beside the time it holds a `hold`: idle waits never jump the clock past it (a run's own sleeps still do), so
     the harness can stop the scheduler at the moment it chose, even when the scheduler has nothing to do."""
 
+    SIZE = 16 + 16 * SLOTS
+
     def __init__(self, path: str | Path, start: float | None = None) -> None:
         self.path = Path(path)
         if start is not None:
-            self.path.write_bytes(struct.pack("dd", start, float("inf")))
+            self.path.write_bytes(struct.pack("dd", start, float("inf")) + struct.pack("dd", 0, float("inf")) * SLOTS)
         self._fd = os.open(self.path, os.O_RDWR)
-        self._map = mmap.mmap(self._fd, 16)
+        self._map = mmap.mmap(self._fd, self.SIZE)
+
+    def publish(self, slot: int, busy: int, wake: float) -> None:
+        """Process `slot` has `busy` workers that do not wait, and its earliest wake-up is `wake`."""
+        self._map[16 + 16 * slot:32 + 16 * slot] = struct.pack("dd", float(busy), wake)
+
+    def fleet(self) -> tuple[float, float]:
+        """(workers busy in every process, the earliest wake-up of any process)."""
+        slots = [struct.unpack("dd", self._map[16 + 16 * i:32 + 16 * i]) for i in range(SLOTS)]
+        return sum(b for b, _ in slots), min(w for _, w in slots)
 
     def now(self) -> float:
         return struct.unpack("d", self._map[:8])[0]
@@ -92,39 +112,48 @@ class VirtualTime:
     """The scheduler's time in `simulate`: runs sleep by moving the clock; idle waits block until every worker
     waits, then the clock jumps to the earliest wake-up. Past `until` every wait sets its stop event."""
 
-    def __init__(self, clock: FileClock, until: float) -> None:
-        self.clock, self.until = clock, until
+    def __init__(self, clock: FileClock, until: float, slot: int = 0) -> None:
+        self.clock, self.until, self.slot = clock, until, slot
         self.now = self.monotonic = clock.now
         self.sleep = clock.sleep
         self._cond = threading.Condition()
         self._waiting: dict[int, float] = {}
         self.workers = 0
 
+    def _publish(self) -> None:
+        self.clock.publish(self.slot, self.workers - len(self._waiting), min(self._waiting.values(),
+                                                                              default=float("inf")))
+
     def join(self) -> None:
         with self._cond:
             self.workers += 1
+            self._publish()
 
     def leave(self) -> None:
         with self._cond:
             self.workers -= 1
+            self._publish()
             self._cond.notify_all()
 
     def wait(self, seconds: float, stop: threading.Event) -> None:
         me = threading.get_ident()
         with self._cond:
             self._waiting[me] = self.now() + max(0.0, seconds)
+            self._publish()
             try:
                 while not stop.is_set() and self.now() < self._waiting[me]:
                     if self.now() >= self.until:
                         stop.set()
                         break
-                    if len(self._waiting) >= self.workers:  # everyone waits: on to the earliest wake-up
-                        self.clock.advance_to(min(min(self._waiting.values()), self.until))
+                    busy, wake = self.clock.fleet()
+                    if busy <= 0:  # every worker of every host waits: on to the earliest wake-up
+                        self.clock.advance_to(min(wake, self.until))
                         self._cond.notify_all()
                     if self.now() < self._waiting[me]:
                         self._cond.wait(0.02)  # releases the lock; a running worker's sleeps move the clock
             finally:
                 del self._waiting[me]
+                self._publish()
         if self.now() >= self.until:
             stop.set()
 
@@ -133,72 +162,118 @@ def virtual_time_from_env() -> VirtualTime | None:
     path = os.environ.get(ENV_CLOCK)
     if not path:
         return None
-    return VirtualTime(FileClock(path), float(os.environ.get(ENV_UNTIL, "inf")))
+    return VirtualTime(FileClock(path), float(os.environ.get(ENV_UNTIL, "inf")), int(os.environ.get(ENV_SLOT, "0")))
 
 
 def simulate(*, days: float, seed: int, scenario: str | None = None, kills: int = 0, devices: int = 1,
-             graph: str | None = None, server: str | None = None, log_to: Any = None,
-             keep: bool = False) -> dict[str, Any]:
+             hosts: int = 1, db: str | None = None, graph: str | None = None, server: str | None = None,
+             log_to: Any = None, keep: bool = False) -> dict[str, Any]:
     """Run the simulation and report it (the module's docstring); the work folder (database, clock, pack) is
-    removed at the end unless `keep`, when the report names it."""
+    removed at the end, whatever happened, unless `keep`, when the report names it. `db`: the database (default: a
+    SQLite file in the work folder); device i is driven by host i mod `hosts`."""
     from engine.config.loader import load_graph
     from engine.config.simstate import state_beside
+    from engine.schedule.store import Store
     from engine.sim import FakeAdbServer, Scenario, SimGame, SyntheticAssets
 
-    if not (0 < days <= 30) or not (1 <= devices <= 8) or not (0 <= kills <= 100):
+    if not (0 < days <= 30) or not (1 <= devices <= 8) or not (0 <= kills <= 100) or not (1 <= hosts <= devices):
         from engine.core.errors import ConfigError
 
-        raise ConfigError("simulate: --days in (0, 30], --devices in 1..8, --kills in 0..100")
+        raise ConfigError("simulate: --days in (0, 30], --devices in 1..8, --kills in 0..100, --hosts in "
+                          "1..devices")
     work = Path(tempfile.mkdtemp(prefix="schedule-sim-"))
-    clock = FileClock(work / "clock", START)
-    resolved = load_graph(graph).resolve(server)
-    faults = Scenario.from_file(scenario) if scenario else None
-    games = {f"sim-{i}": SimGame(resolved, scenario=faults, seed=seed + i, clock=clock.now, sleep=clock.sleep,
-                                 state=state_beside(graph, resolved)) for i in range(devices)}
-    pack = _export_pack(SyntheticAssets(resolved), work / "assets")  # the pack a phone user passes with --assets
-    adb = FakeAdbServer(games).start()
-    until = START + days * 86400
-    rng = random.Random(seed)
-    kill_at = sorted(rng.uniform(START + 600, until - 600) for _ in range(kills))
-    clock.hold = kill_at[0] if kill_at else float("inf")
-    db = work / "schedule.sqlite3"
-    env = {**os.environ, ENV_CLOCK: str(work / "clock"), ENV_UNTIL: repr(until), "ENGINE_HOME": str(work / "home"),
-           "ENGINE_SCHEDULE_DB": str(db)}
-    command = [sys.executable, "-m", "engine", "schedule", "--db", str(db), "run", "--adb-host", adb.host,
-               "--adb-port", str(adb.port), "--assets", str(pack), *(a for s in games for a in ("--device", s)),
-               *(["--graph", graph] if graph else []), *(["--server", server] if server else [])]
-    lives, wall = 0, time.monotonic()
+    adb = clock = store = None
+    children: dict[int, subprocess.Popen] = {}
     try:
-        while clock.now() < until:
-            lives += 1
-            child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=log_to if log_to is not None else subprocess.DEVNULL)
-            born = time.monotonic()
-            while child.poll() is None:
-                if kill_at and clock.now() >= kill_at[0]:
-                    kill_at.pop(0)
-                    child.kill()
-                    child.wait()
-                    clock.hold = float("inf")
-                    clock.advance_to(clock.now() + rng.uniform(0, DOWNTIME_S))
-                    clock.hold = kill_at[0] if kill_at else float("inf")
-                    break
-                if time.monotonic() - born > LIFE_BOUND_S:
-                    child.kill()
-                    child.wait()
-                    raise TimeoutError(f"the scheduler did not reach the end of the simulation in {LIFE_BOUND_S} s")
-                time.sleep(0.05)
-            if child.returncode not in (0, -9) and clock.now() < until:
-                raise RuntimeError(f"the scheduler exited with {child.returncode} before the end")
-        report = _report(db, games, resolved, graph, START, until, lives, time.monotonic() - wall)
+        clock = FileClock(work / "clock", START)
+        resolved = load_graph(graph).resolve(server)
+        faults = Scenario.from_file(scenario) if scenario else None
+        games = {f"sim-{i}": SimGame(resolved, scenario=faults, seed=seed + i, clock=clock.now, sleep=clock.sleep,
+                                     state=state_beside(graph, resolved)) for i in range(devices)}
+        pack = _export_pack(SyntheticAssets(resolved), work / "assets")  # the pack a phone user passes (--assets)
+        adb = FakeAdbServer(games).start()
+        until = START + days * 86400
+        rng = random.Random(seed)
+        kill_at = sorted(rng.uniform(START + 600, until - 600) for _ in range(kills))
+        clock.hold = kill_at[0] if kill_at else float("inf")
+        url = db or str(work / "schedule.sqlite3")
+        store = Store(url)  # the schema exists before any host starts
+        serials = list(games)
+
+        def spawn(host: int) -> subprocess.Popen:
+            clock.publish(host, 1, float("inf"))  # starting: no other host jumps the clock past its first look
+            env = {**os.environ, ENV_CLOCK: str(work / "clock"), ENV_UNTIL: repr(until), ENV_SLOT: str(host),
+                   "ENGINE_HOME": str(work / "home"), "ENGINE_DB_URL": url, "ENGINE_HOST_ID": f"sim-host-{host}"}
+            command = [sys.executable, "-m", "engine", "schedule", "run", "--adb-host", adb.host, "--adb-port",
+                       str(adb.port), "--assets", str(pack),
+                       *(a for s in serials[host::hosts] for a in ("--device", s)),
+                       *(["--graph", graph] if graph else []), *(["--server", server] if server else [])]
+            return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=log_to if log_to is not None else subprocess.DEVNULL)
+
+        children = {h: spawn(h) for h in range(hosts)}
+        down: dict[int, float] = {}  # a killed host -> when (virtual time) it comes back
+        lives, aimed, done, wall, born = hosts, 0, 0, time.monotonic(), time.monotonic()
+        while any(c.poll() is None for c in children.values()) or down:
+            clock.hold = min([*kill_at[:1], *down.values()], default=float("inf"))
+            for h, child in children.items():
+                if h not in down and child.poll() not in (None, 0) and clock.now() < until:
+                    raise RuntimeError(f"the scheduler exited with {child.returncode} before the end")
+            if down and all(c.poll() is not None for c in children.values()):
+                clock.advance_to(min(down.values()))  # no host runs: the clock runs on through the downtime
+            for h, back in list(down.items()):
+                if clock.now() >= back:
+                    del down[h]
+                    if clock.now() < until:
+                        children[h] = spawn(h)
+                        lives += 1
+            if kill_at and clock.now() >= kill_at[0]:
+                kill_at.pop(0)
+                live = [h for h in range(hosts) if h not in down]
+                if not live:
+                    continue
+                victim = rng.choice(live)
+                clock.hold = float("inf")
+                if done % 2 == 0:  # every other kill waits for a run of that host to hold its claim
+                    aimed += _await_run(store, f"sim-host-{victim}", children[victim])
+                done += 1
+                children[victim].kill()
+                children[victim].wait()
+                clock.publish(victim, 0, float("inf"))
+                down[victim] = clock.now() + rng.uniform(0, DOWNTIME_S)  # its machine is down a while
+                continue
+            if time.monotonic() - born > LIFE_BOUND_S * max(1, kills):
+                raise TimeoutError(f"the schedulers did not reach the end of the simulation in "
+                                   f"{LIFE_BOUND_S * max(1, kills):.0f} s")
+            time.sleep(0.05)
+        report = _report(store, games, resolved, graph, START, until, lives - hosts + 1, time.monotonic() - wall)
+        report.update(hosts=hosts, kills_mid_run=aimed)
         if keep:
             report["kept"] = str(work)
         return report
     finally:
-        adb.stop()
-        clock.close()
+        for child in children.values():
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        if store is not None:
+            store.close()
+        if adb is not None:
+            adb.stop()
+        if clock is not None:
+            clock.close()
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _await_run(store: Any, host: str, child: subprocess.Popen) -> int:
+    """Wait (bounded) until a run of `host` holds its claim: 1 when one does, 0 when the bound passed first."""
+    deadline = time.monotonic() + AIM_BOUND_S
+    while time.monotonic() < deadline and child.poll() is None:
+        if any(d["running"] and d["alive"] and d["host"] == host for d in store.devices()):
+            return 1
+        time.sleep(0.01)
+    return 0
 
 
 def _export_pack(pack: Any, root: Path) -> Path:
@@ -211,15 +286,13 @@ def _export_pack(pack: Any, root: Path) -> Path:
     return root
 
 
-def _report(db: Path, games: dict, graph: Any, graph_dir: Any, start: float, until: float, lives: int,
+def _report(store: Any, games: dict, graph: Any, graph_dir: Any, start: float, until: float, lives: int,
             wall_s: float) -> dict[str, Any]:
     from engine.config.schedule import load_schedule
     from engine.config.tasks import GotoStep, walk_steps
     from engine.runtime.session import load_task_book
     from engine.schedule.rules import next_reset
-    from engine.schedule.store import Store
 
-    store = Store(db)
     book = load_task_book(graph_dir, graph)
     schedule = load_schedule(graph_dir, graph, set(book.names()))
     history = [dict(r) for r in store.history()]
@@ -293,9 +366,9 @@ def _report(db: Path, games: dict, graph: Any, graph_dir: Any, start: float, unt
         "verified_runs": len(ok_runs), "missed_days": missed, "double_claims": double, "false_successes": false_ok,
         "collected": len(delays), "collect_delay_p95_s": round(p95, 1),
         "restarts": sum(e["kind"] == "restart" for e in events), "scheduler_restarts": lives - 1,
+        "takeovers": sum(r["attempt"] > 1 for r in history),
         "missed_runs_reported": sum(e["kind"] == "missed" for e in events),
         "device_lost": sum(e["kind"] == "device_lost" for e in events), "wall_s": round(wall_s, 1),
     }
     report["ok"] = (missed == 0 and double == 0 and false_ok == 0 and p95 <= 600.0)
-    store.close()
     return report

@@ -19,16 +19,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config.schedule import Schedule
-from engine.core.errors import EngineError, ScheduleError
+from engine.core.errors import EngineError, ScheduleError, ScheduleUnreachable
 from engine.core.results import STATUSES
 from engine.schedule.notify import Notifier
 from engine.schedule.runs import claim_due, record
-from engine.schedule.store import Store, new_owner
+from engine.schedule.hosts import host_id, owner_host
+from engine.schedule.store import LEASE_S, Claim, Store, new_owner
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ CLOCK_JUMP_S = 120.0
 """Wall time moving this much more (or less) than the monotonic clock is a clock jump (NTP, DST on a bad RTC)."""
 DEVICE_WAIT_S = (5.0, 300.0)
 """The health probe's first and longest wait while a device is lost."""
+DB_WAIT_S = (2.0, 60.0)
+"""The first and longest wait between tries while the schedule's database server does not answer."""
 
 
 @dataclass
@@ -91,6 +95,10 @@ class Worker:
         except EngineError as exc:
             self.failure = str(exc)
             log.error("%s: %s", self.device, exc)
+        except Exception as exc:  # noqa: BLE001 - a bug ends this worker with one line and exit 2, not a traceback
+            self.failure = f"unexpected {type(exc).__name__}: {exc}"
+            log.error("%s: %s (run with -vv for the traceback)", self.device, self.failure)
+            log.debug("worker %s", self.device, exc_info=True)
         finally:
             self.time.leave()
             if self.session is not None:
@@ -101,36 +109,87 @@ class Worker:
                 log.warning("%s: %s", self.device, exc)
 
     def _run(self) -> None:
+        if not self._while_reachable(self._take):
+            return
         now = self.time.now()
-        self.store.take_device(self.device, self.owner, now)
         self.store.ensure_tasks(self.device, self.schedule.names(), now)
         self._report_missed(now)
-        marks = (now, self.time.monotonic())
+        self.marks = (now, self.time.monotonic())
         while not self.stop.is_set():
-            now = self.time.now()
-            marks = self._check_clock(marks, now)
-            if self.session is None and not self._connect():
+            self._while_reachable(self._turn)
+
+    def _take(self) -> bool:
+        """Take the device; while a scheduler of another host drives it, stand by until its lease runs out (a
+        standby host takes over a dead one's devices). False when stopped first. One of this host: ScheduleError."""
+        told = False
+        while True:
+            try:
+                self.store.take_device(self.device, self.owner, self.time.now())
+                return True
+            except ScheduleUnreachable:
+                raise
+            except ScheduleError as exc:
+                holder = exc.context.get("owner")
+                if holder is None or owner_host(holder) == host_id():
+                    raise
+                if not told:
+                    log.warning("%s: driven from host %s; standing by until its lease runs out", self.device,
+                                owner_host(holder))
+                    told = True
+            if self.stop.is_set():
+                return False
+            self.time.wait(CONTROL_POLL_S, self.stop)
+
+    def _while_reachable(self, step: Callable[[], Any]) -> Any:
+        """Run `step`; while the database server does not answer, wait with backoff (said once, on stderr and to a
+        person) and try again. Nothing is claimed meanwhile, so nothing runs twice."""
+        wait, down = DB_WAIT_S[0], None
+        while True:
+            try:
+                out = step()
+            except ScheduleUnreachable as exc:
+                if down is None:
+                    down = self.time.monotonic()
+                    log.warning("%s: %s; waiting for it (next try in %.0f s)", self.device, exc, wait)
+                    self._tell("database", "schedule database unreachable", str(exc)[:300])
+                if self.stop.is_set():
+                    raise
+                self.time.wait(wait, self.stop)
+                wait = min(wait * 2, DB_WAIT_S[1])
                 continue
-            if self.store.paused(self.device):
-                self._beat(now, "paused")
-                self.time.wait(CONTROL_POLL_S, self.stop)
-                continue
-            for task in self.store.take_requests(self.device):
-                if task in self.schedule.names():
-                    self.store.set_next(self.device, task, now, "run-now requested")
-                    log.info("%s: %s runs now (requested)", self.device, task)
-            rows = self.store.tasks(self.device)
-            scheduled = [t for t in self.schedule.names() if t in rows]
-            due = sorted((t for t in scheduled if rows[t]["next_run"] <= now), key=self.schedule.order)
-            if due:
-                self._run_task(due[0], now)
-                continue
-            upcoming = min((rows[t]["next_run"] for t in scheduled), default=now + CONTROL_POLL_S)
-            self._beat(now, f"idle until {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(upcoming))}")
-            self.time.wait(min(upcoming - now, CONTROL_POLL_S), self.stop)
+            if down is not None:
+                log.warning("%s: the schedule database answers again (after %.0f s)", self.device,
+                            self.time.monotonic() - down)
+            return out
+
+    def _turn(self) -> None:
+        """One look at the database: controls, then the best due task, or a wait."""
+        now = self.time.now()
+        self.marks = self._check_clock(self.marks, now)
+        if self.session is None and not self._connect():
+            return
+        if self.store.paused(self.device):
+            self._beat(now, "paused")
+            self.time.wait(CONTROL_POLL_S, self.stop)
+            return
+        for task in self.store.take_requests(self.device):
+            if task in self.schedule.names():
+                self.store.set_next(self.device, task, now, "run-now requested")
+                log.info("%s: %s runs now (requested)", self.device, task)
+        rows = self.store.tasks(self.device)
+        scheduled = [t for t in self.schedule.names() if t in rows]
+        due = sorted((t for t in scheduled if rows[t]["next_run"] <= now), key=self.schedule.order)
+        if due:
+            self._run_task(due[0], now)
+            return
+        upcoming = min((rows[t]["next_run"] for t in scheduled), default=now + CONTROL_POLL_S)
+        self._beat(now, f"idle until {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(upcoming))}")
+        self.time.wait(min(upcoming - now, CONTROL_POLL_S), self.stop)
 
     def _beat(self, now: float, state: str) -> None:
-        self.store.beat(self.device, self.owner, now, state)
+        if not self.store.beat(self.device, self.owner, now, state):
+            raise ScheduleError(f"device {self.device} was taken over by another scheduler (this one was silent "
+                                f"past the {LEASE_S:.0f} s lease); it stops driving it", device=self.device)
 
     def _report_missed(self, now: float) -> None:
         rows = self.store.tasks(self.device)
@@ -171,9 +230,12 @@ class Worker:
         self._beat(now, f"running {task}")
         log.info("%s: running %s (due %s, attempt %d)", self.device, task,
                  time.strftime("%H:%M:%S", time.localtime(claim.due)), claim.attempt)
-        result = self.session.tools.call("alas_run", {"name": task})
-        done = record(self.store, self.schedule, claim, ok=result.ok, status=result.status, text=result.text,
-                      values=(result.data or {}).get("values"), started=now, now=self.time.now(), via="scheduler")
+        with self._renewing(claim):
+            result = self.session.tools.call("alas_run", {"name": task})
+        ended = self.time.now()
+        done = self._while_reachable(lambda: record(
+            self.store, self.schedule, claim, ok=result.ok, status=result.status, text=result.text,
+            values=(result.data or {}).get("values"), started=now, now=ended, via="scheduler"))
         self.runs += 1
         log.info("%s: %s %s (%s); next %s (%s)", self.device, task, "ok" if result.ok else result.status,
                  result.text[:120], time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(done.next_run)), done.rule)
@@ -193,6 +255,26 @@ class Worker:
         elif action == "human":
             self._tell("needs_human", f"{task} needs a look on {self.device}", f"{result.status}: {result.text[:300]}")
 
+    @contextmanager
+    def _renewing(self, claim: Claim) -> Iterator[None]:
+        """Renew the claim's lease every quarter lease (wall time, as the database's clock runs) while it runs."""
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(LEASE_S / 4):
+                try:
+                    self.store.renew(claim)
+                except ScheduleError as exc:
+                    log.warning("%s: cannot renew the claim of %s: %s", self.device, claim.task, exc)
+            self.store.close_thread()
+        beater = threading.Thread(target=renew, name=f"lease-{self.device}", daemon=True)
+        beater.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beater.join(timeout=10.0)
+
     def _tell(self, channel: str, title: str, body: str) -> None:
         if self.notifier is not None:
             self.notifier.send(channel, title, body, device=self.device)
@@ -203,6 +285,7 @@ class Worker:
         """Force-stop and launch the game, then run the schedule's start task; True when the start task verified
         (or there is none)."""
         now = self.time.now()
+        log.warning("%s: restarting the game: %s", self.device, why)
         self.store.event(now, self.device, "restart", f"the game is restarted: {why}")
         self._tell("restart", f"game restarted on {self.device}", why)
         app = self.session.graph.app
@@ -218,6 +301,8 @@ class Worker:
             return True
         result = self.session.tools.call("alas_run", {"name": self.schedule.start_task})
         if not result.ok:
+            log.warning("%s: the game restarted but its start task %s failed: %s: %s", self.device,
+                        self.schedule.start_task, result.status, result.text[:200])
             self.store.event(self.time.now(), self.device, "restart_failed",
                              f"{self.schedule.start_task}: {result.status}: {result.text[:200]}")
         return result.ok

@@ -82,7 +82,11 @@ class Session:
         self.tools = Tools.from_session(self, providers=self.providers, schedule=self._schedule_hook(), **timing)
 
     def _schedule_hook(self) -> Any:
-        if self.schedule_db is None or not Path(self.schedule_db).is_file() or self.tasks is None:
+        if self.schedule_db is None or self.tasks is None:
+            return None
+        from engine.schedule.store import database_exists
+
+        if not database_exists(self.schedule_db):
             return None
         from engine.config.schedule import load_schedule
         from engine.runtime.schedhook import ScheduleHook
@@ -91,9 +95,15 @@ class Session:
         schedule = load_schedule(self.graph_dir, self.graph, set(self.tasks.names()))
         if schedule is None:
             return None
-        store = Store(self.schedule_db)
-        self._closers.append(store.close)
-        return ScheduleHook(store, schedule, self.device.serial)
+        from engine.core.errors import ScheduleUnreachable
+
+        try:
+            store = Store(self.schedule_db)
+            self._closers.append(store.close)
+            return ScheduleHook(store, schedule, self.device.serial)
+        except ScheduleUnreachable as exc:  # the tools still work; they just do not see the schedule
+            log.warning("%s; the tools run without the schedule", exc)
+            return None
 
     def _open_navigation(self) -> None:
         from engine.config.taskfiles import TaskBook

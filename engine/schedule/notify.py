@@ -2,7 +2,7 @@
 
 Channels (what a person should hear about): ``needs_human`` (a task failed in a way only a person can fix, or was
 put off after its retries), ``restart`` (the game was restarted), ``device_lost`` (the device stopped answering),
-``stopped`` (the scheduler stopped). The user's file (``--notify FILE``, default ``$ENGINE_HOME/notify.yaml``):
+``stopped`` (the scheduler stopped), ``database`` (the schedule's database server stopped answering). The user's file (``--notify FILE``, default ``$ENGINE_HOME/notify.yaml``):
 
     channels:
       needs_human: tgram://BOT_TOKEN/CHAT_ID        # any Apprise URL: https://github.com/caronc/apprise/wiki
@@ -37,7 +37,7 @@ from engine.core.redact import add_secret
 
 log = logging.getLogger(__name__)
 
-CHANNELS = ("needs_human", "restart", "device_lost", "stopped")
+CHANNELS = ("needs_human", "restart", "device_lost", "stopped", "database")
 QUEUE_SIZE = 100
 SEND_BOUND_S = 15.0
 

@@ -15,7 +15,7 @@ from engine.schedule.store import Claim, Store
 @dataclass(frozen=True)
 class Recorded:
     """What became of a run: ``done`` (verified; due again at next_run), ``retry``, ``restart`` (restart the game
-    before the retry), ``put_off`` (retries used up; tried again at next_run), or ``lost`` (another process took the
+    before the retry), ``put_off`` (retries used up; tried again at next_run, the failures in a row kept for status until then), or ``lost`` (another process took the
     claim over: nothing was written)."""
 
     action: str
@@ -36,6 +36,8 @@ def record(store: Store, schedule: Schedule, claim: Claim, *, ok: bool, status: 
     """Record the end of a claimed run and when the task is due next (engine.schedule.rules)."""
     row = store.tasks(claim.device).get(claim.task)
     before = int(row["failures"]) if row is not None else 0
+    if before >= schedule.rules_of(claim.task).give_up_after:
+        before = 0  # the count starts again after a put-off (which shows the count it reached)
     if ok:
         next_run, rule = after_success(schedule.entry(claim.task), schedule, now, values)
         action, failures, reason = "done", 0, None
@@ -46,7 +48,6 @@ def record(store: Store, schedule: Schedule, claim: Claim, *, ok: bool, status: 
         reason = f"{status}: {text}"[:300]
         if action == "put_off":
             reason = f"put off after {failures} failures in a row; last: {reason}"
-            failures = 0
     written = store.finish(claim, started=started, now=now, status=status, ok=ok, text=text, next_run=next_run,
                            failures=failures, reason=reason, via=via,
                            data={"values": values} if values else None)

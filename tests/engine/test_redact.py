@@ -80,3 +80,12 @@ def test_the_cli_redacts_what_it_prints_about_a_failure(tmp_path):
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert SHAPED not in proc.stdout + proc.stderr and REDACTED in proc.stderr
+
+
+def test_the_password_of_a_url_is_redacted_wherever_it_is_printed():
+    from engine.core.redact import redact_text
+
+    text = redact_text("cannot reach postgresql://engine:s3cr%40t@db.lan:5432/fleet?sslmode=require; "
+                       "http://127.0.0.1:8080/hook stays")
+    assert "s3cr" not in text and "postgresql://engine:[redacted]@db.lan:5432/fleet?sslmode=require" in text
+    assert "http://127.0.0.1:8080/hook stays" in text

@@ -17,12 +17,12 @@ NO_SCHEDULER = "no scheduler has run here yet: start one with `python -m engine 
 
 def _status() -> dict:
     from engine.faces.cli import schedule_db
-    from engine.schedule.store import Store
+    from engine.schedule.store import Store, database_exists
 
-    path = schedule_db()
-    if not path.is_file():
-        return {"database": str(path), "devices": [], "note": NO_SCHEDULER}
-    store = Store(path)
+    url = schedule_db()
+    if not database_exists(url):
+        return {"database": str(url), "devices": [], "note": NO_SCHEDULER}
+    store = Store(url, create=False)
     try:
         return store.status(time.time())
     finally:

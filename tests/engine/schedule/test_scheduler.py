@@ -207,6 +207,7 @@ def test_two_simulated_devices_with_kills_under_chaos_miss_nothing_and_claim_not
 
     report = simulate(days=0.25, seed=3, devices=2, kills=1, scenario=str(ROOT / "tests/data/scenarios/chaos.yaml"))
     assert report["scheduler_restarts"] == 1 and report["devices"] == 2
+    assert report["kills_mid_run"] == 1 and report["takeovers"] >= 1  # the kill hit claimed runs: taken over
     assert report["double_claims"] == 0 and report["false_successes"] == 0 and report["missed_days"] == 0
     assert report["collect_delay_p95_s"] <= 600 and report["collected"] >= 10
     assert report["runs"] >= 40 and report["ok"]

@@ -1,4 +1,4 @@
-// The graph studio: the Schedule panel (the scheduler's next runs, what runs, recent failures, per device).
+// The graph studio: the Schedule panel (per host and device: next runs, what runs, recent failures, last heartbeat).
 "use strict";
 
 function when(seconds) {
@@ -7,7 +7,9 @@ function when(seconds) {
 
 function scheduleDevice(dev) {
   const card = el("div", null, "schedule-device");
-  const flags = [dev.paused ? "paused" : "", dev.running ? `running ${dev.running}` : "", dev.state || "no scheduler"];
+  const beat = dev.lease_age_s == null ? "" : `last heartbeat ${Math.round(dev.lease_age_s)} s ago`;
+  const flags = [dev.host ? `host ${dev.host}` : "", dev.paused ? "paused" : "",
+    dev.running ? `running ${dev.running}` : "", dev.state || "no scheduler", beat];
   card.append(el("h3", `${dev.device}: ${flags.filter(Boolean).join(" · ")}`));
   const table = el("table", null, "schedule-tasks");
   const head = el("tr");
