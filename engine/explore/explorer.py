@@ -93,6 +93,8 @@ class Explorer:
         self.stopped_because = ""
         self._started = clock()
         self._restart_marks: list[int] = []
+        self.sweeping: int | None = None
+        """The page whose grid of taps is being tried once no visible work is left anywhere."""
 
     # ------------------------------------------------------------------ budget
 
@@ -241,13 +243,17 @@ class Explorer:
             page.actions = page.actions + grid_actions(self.device.resolution, page.actions)
 
     def _work(self, page: PageNode) -> dict[str, Any] | None:
-        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet; on a page
-        nothing led away from, a grid of taps (until one of them does)."""
+        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet. A grid of
+        taps is tried on the start page when nothing visible led away from it (until one tap does), and, once no
+        visible work is left anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
         exits = self.atlas.leaves(page.id)
+        # A dead end is swept only where the game starts (a title screen that starts on a tap anywhere); anywhere
+        # else it may be outside the game (a home screen, where a grid of taps would open other apps).
+        grid_ok = (not exits and page.id == self.atlas.start) or self.sweeping == page.id
         for action in page.actions:
-            if page.tried[action_key(action)] == 0 and not (exits and action.get("grid")):
+            if page.tried[action_key(action)] == 0 and (grid_ok or not action.get("grid")):
                 return action
-        if not exits and not page.swept and not page.loading and page.actions:
+        if grid_ok and not page.swept and not page.loading and page.actions:
             self._sweep(page)
             return self._work(page)
         for action in page.actions:
@@ -256,6 +262,20 @@ class Explorer:
             if best is not None and best[0] == "page" and best[1] != page.id and page.tried[key] == 1:
                 return action
         return None
+
+    def _next_sweep(self) -> bool:
+        """Choose the next page to sweep with a grid of taps (the one with the most distinct ways out); False when
+        every page has been swept."""
+        here = self.atlas.here
+        candidates = [p for p in self.atlas.live_pages() if not p.swept and p.actions and self.atlas.leaves(p.id)
+                      and (here.kind == "page" and here.page == p.id or self._route_to(p.id) is not None)]
+        if not candidates:
+            return False
+        exits = {p.id: len({o for c in p.results.values() for o in c if o[0] == "page" and o[1] != p.id})
+                 for p in candidates}
+        self.sweeping = max(candidates, key=lambda p: (exits[p.id], -p.id)).id
+        self.progress(f"explore: no visible work left; tapping a grid on page {self.sweeping}")
+        return True
 
     def _has_work(self, page: PageNode) -> bool:
         return not page.loading and self._work(page) is not None
@@ -277,10 +297,36 @@ class Explorer:
                 queue.append(best[1])
         return None
 
+    def _route_to(self, target: int) -> dict[str, Any] | None:
+        """The first action of the shortest known route from here to `target` (None: here already, or no route)."""
+        here = self.atlas.here
+        if here.kind != "page" or here.page == target:
+            return None
+        firsts: dict[int, dict[str, Any] | None] = {here.page: None}
+        queue = deque([here.page])
+        while queue:
+            at = queue.popleft()
+            if at == target:
+                return firsts[at]
+            for action in self.atlas.pages[at].taken.values():
+                best = self.atlas.outcome(at, action_key(action))
+                if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
+                    continue
+                firsts[best[1]] = firsts[at] or action
+                queue.append(best[1])
+        return None
+
     def _restart_or_stop(self) -> dict[str, Any] | None:
         if not any(self._has_work(p) for p in self.atlas.pages):
-            self.stopped_because = "every page's actions were tried"
-            return None
+            if not self._next_sweep():
+                self.stopped_because = "every page's actions were tried"
+                return None
+            here = self.atlas.here
+            if here.kind == "page" and here.page == self.sweeping:
+                return self._work(self.atlas.pages[here.page])
+            route = self._route_to(self.sweeping)
+            if route is not None:
+                return route
         if self.restart_app is None:
             self.stopped_because = "nowhere left to go and no way to restart the game"
             return None
