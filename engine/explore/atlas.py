@@ -155,7 +155,7 @@ class Atlas:
         popup.over.add(over)
         if len(popup.sketches) < KEEP_SKETCHES:
             popup.sketches.append(sk)
-        if frame_path and len(popup.members) < KEEP_MEMBERS:
+        if frame_path and len(popup.members) < KEEP_MEMBERS and frame_path not in popup.members:
             popup.members.append(frame_path)
         return popup
 
@@ -169,7 +169,7 @@ class Atlas:
         if len(page.sketches) < KEEP_SKETCHES and (
                 not page.sketches or max(similarity(sk, m) for m in page.sketches) < 0.97):
             page.sketches.append(sk)
-        if frame_path and len(page.members) < KEEP_MEMBERS:
+        if frame_path and len(page.members) < KEEP_MEMBERS and frame_path not in page.members:
             page.members.append(frame_path)
         return page
 

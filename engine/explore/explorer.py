@@ -24,7 +24,7 @@ from engine.explore import regions
 from engine.explore.atlas import Atlas, Here, PageNode, action_key
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
-from engine.explore.sketch import SAME_PAGE, cell_size, sketch
+from engine.explore.sketch import SAME_PAGE, cell_size, changed, sketch
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,8 @@ class Explorer:
         self.stopped_because = ""
         self._started = clock()
         self._restart_marks: list[int] = []
+        self._last: tuple[Any, str] | None = None
+        """The sketch and file of the last frame written."""
         self.sweeping: int | None = None
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
 
@@ -193,8 +195,12 @@ class Explorer:
             self.stopped_because = "the device sends no usable frame"
             raise DeviceError("no usable frame from the device while exploring")
         assert self.recording is not None
+        # An unchanged screen points at the frame already written (PNG encoding is most of an action's cost).
+        same = self._last is not None and not settled.transients and not changed(settled.sketch, self._last[0])
         entry = self.recording.add(action, settled.frame, None, "timed out" if settled.timed_out else "",
-                                   transients=[f for f, _ in settled.transients])
+                                   transients=[f for f, _ in settled.transients],
+                                   same_as=self._last[1] if same and self._last else None)
+        self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients)
         self._prepare(settled.frame)

@@ -86,14 +86,15 @@ class Recording:
         return (self.entries[-1]["seq"] + 1) if self.entries else 1
 
     def add(self, action: dict[str, Any], frame: np.ndarray | None, page: str | None = None,
-            note: str = "", transients: list[np.ndarray] = ()) -> dict[str, Any]:
-        """Record `action` and the `frame` it settled on (after `transients`: screens that went by themselves)."""
+            note: str = "", transients: list[np.ndarray] = (), same_as: str | None = None) -> dict[str, Any]:
+        """Record `action` and the `frame` it settled on (after `transients`: screens that went by themselves);
+        `same_as` names an earlier frame file to point at instead of writing `frame` again (nothing changed)."""
         if self._failed is not None:
             self.flush()
         seq = self.next_seq
         frames = []
-        rel = f"{FRAMES}/{seq:06d}.png" if frame is not None else None
-        if frame is not None:
+        rel = same_as or (f"{FRAMES}/{seq:06d}.png" if frame is not None else None)
+        if frame is not None and same_as is None:
             frames.append((frame, rel))
         entry = {"seq": seq, "time": round(time.time(), 3), "action": action, "frame": rel, "page": page,
                  "note": note}
