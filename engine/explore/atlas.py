@@ -51,8 +51,8 @@ class PageNode:
     """action key -> the action as it was taken."""
     results: dict[str, Counter] = field(default_factory=dict)
     """action key -> Counter of outcomes: ('page', id), ('popup', id), ('same',), ('lost',)."""
-    swept: bool = False
-    """Whether a grid of taps was added to its actions (a page nothing else led away from)."""
+    swept: int = 0
+    """Levels of grid taps added to its actions (engine.explore.explorer.grid_actions): 0 none, 1 coarse, 2 all."""
     name: str | None = None
     title: tuple[Area, str] | None = None
 

@@ -51,15 +51,20 @@ def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
             {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
 
 
-def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Taps at the centre of every sketch cell no tried region covers: for a page nothing visible led away from
-    (a title screen that starts on a tap anywhere, a button drawn too faintly to stand out)."""
+def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int) -> list[dict[str, Any]]:
+    """Taps no tried region covers, for a page hiding something (a title screen that starts on a tap anywhere, a
+    button drawn too faintly to stand out): level 1 every other sketch cell's centre (big targets, a quarter of the
+    taps), level 2 the cells level 1 left out."""
     w, h = size
     cell = cell_size(size)
-    areas = [a["area"] for a in taken if a.get("area")]
+    areas = [a["area"] for a in taken if a.get("area")] + [
+        (a["point"][0] - 2, a["point"][1] - 2, a["point"][0] + 3, a["point"][1] + 3) for a in taken if a.get("grid")]
     out = []
-    for y in range(cell // 2, h, cell):
-        for x in range(cell // 2, w, cell):
+    for row, y in enumerate(range(cell // 2, h, cell)):
+        for col, x in enumerate(range(cell // 2, w, cell)):
+            coarse = row % 2 == 1 and col % 2 == 1
+            if coarse != (level == 1):
+                continue
             if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
                 out.append({"type": "tap", "point": [x, y], "grid": True})
     return out
@@ -96,6 +101,7 @@ class Explorer:
         self._last: tuple[Any, str] | None = None
         """The sketch and file of the last frame written."""
         self.sweeping: int | None = None
+        self.sweep_round = 0
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
 
     # ------------------------------------------------------------------ budget
@@ -152,9 +158,12 @@ class Explorer:
             self._prepare(frame)
             if entry["action"].get("type") in ("tap", "swipe", "key"):
                 self.taps += 1
-        for page in self.atlas.pages:
-            if any(a.get("grid") for a in page.taken.values()):
+        for page in self.atlas.pages:  # grids tried before: offer their levels again
+            coarse = [a for a in page.taken.values() if a.get("grid")]
+            if coarse:
                 self._sweep(page)
+                if any(a not in page.actions for a in coarse):
+                    self._sweep(page)
         if entries:
             self.progress(f"explore: resumed from {len(entries)} recorded actions")
 
@@ -244,9 +253,10 @@ class Explorer:
         return self._restart_or_stop()
 
     def _sweep(self, page: PageNode) -> None:
-        if not page.swept and page.actions:
-            page.swept = True
-            page.actions = page.actions + grid_actions(self.device.resolution, page.actions)
+        """Add the next level of grid taps to the page's actions."""
+        if page.swept < 2 and page.actions:
+            page.swept += 1
+            page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
 
     def _work(self, page: PageNode) -> dict[str, Any] | None:
         """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet. A grid of
@@ -259,7 +269,7 @@ class Explorer:
         for action in page.actions:
             if page.tried[action_key(action)] == 0 and (grid_ok or not action.get("grid")):
                 return action
-        if grid_ok and not page.swept and not page.loading and page.actions:
+        if grid_ok and page.swept < self.sweep_level(page) and not page.loading and page.actions:
             self._sweep(page)
             return self._work(page)
         for action in page.actions:
@@ -269,16 +279,28 @@ class Explorer:
                 return action
         return None
 
+    def sweep_level(self, page: PageNode) -> int:
+        """How far the page may be swept now: the start page as a dead end fully, the page being swept to the
+        round's level."""
+        if not self.atlas.leaves(page.id) and page.id == self.atlas.start:
+            return 2
+        return self.sweep_round if self.sweeping == page.id else 0
+
     def _next_sweep(self) -> bool:
-        """Choose the next page to sweep with a grid of taps (the one with the most distinct ways out); False when
-        every page has been swept."""
+        """Choose the next page to sweep with a grid of taps: every page coarsely first (the one with the most
+        distinct ways out first), then finely; False when every page has been swept."""
         here = self.atlas.here
-        candidates = [p for p in self.atlas.live_pages() if not p.swept and p.actions and self.atlas.leaves(p.id)
-                      and (here.kind == "page" and here.page == p.id or self._route_to(p.id) is not None)]
-        if not candidates:
+        for level in (1, 2):
+            candidates = [p for p in self.atlas.live_pages() if p.swept < level and p.actions
+                          and self.atlas.leaves(p.id)
+                          and (here.kind == "page" and here.page == p.id or self._route_to(p.id) is not None)]
+            if candidates:
+                break
+        else:
             return False
         exits = {p.id: len({o for c in p.results.values() for o in c if o[0] == "page" and o[1] != p.id})
                  for p in candidates}
+        self.sweep_round = level
         self.sweeping = max(candidates, key=lambda p: (exits[p.id], -p.id)).id
         self.progress(f"explore: no visible work left; tapping a grid on page {self.sweeping}")
         return True
