@@ -87,7 +87,7 @@ def transient_pages(atlas: Atlas) -> set[int]:
             for outcome, count in counter.items():
                 if outcome[0] == "page":
                     arrivals[outcome[1]] += count
-                    if total >= 2 and count < total / 2:
+                    if total >= 2 and count <= total / 2:
                         disproved[outcome[1]] += count
     for page in atlas.pages:
         if page.id == atlas.start or page.loading:

@@ -306,7 +306,11 @@ class Explorer:
         return True
 
     def _has_work(self, page: PageNode) -> bool:
-        return not page.loading and self._work(page) is not None
+        return not page.loading and not page.abandoned and self._work(page) is not None
+
+    def _just_restarted(self) -> bool:
+        entries = self.recording.entries if self.recording is not None else []
+        return bool(entries) and entries[-1]["action"].get("type") == "restart" and self.atlas.here.kind == "page"
 
     def _route(self, start: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from `start` to a page with work left."""
@@ -345,6 +349,15 @@ class Explorer:
         return None
 
     def _restart_or_stop(self) -> dict[str, Any] | None:
+        if self._just_restarted():
+            # Fresh from a restart and still no route to them: pages seen once off a glitch or a crash, or behind
+            # a one-way door. They are given up (named in the review) instead of restarting for them forever.
+            for page in self.atlas.pages:
+                if self._has_work(page) and self._route_to(page.id) is None and page.id != self.atlas.here.page:
+                    page.abandoned = True
+            route = self._route(self.atlas.here.page) if self.atlas.here.kind == "page" else None
+            if route is not None:
+                return route
         if not any(self._has_work(p) for p in self.atlas.pages):
             if not self._next_sweep():
                 self.stopped_because = "every page's actions were tried"

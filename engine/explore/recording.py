@@ -38,6 +38,8 @@ class Recording:
         (self.folder / FRAMES).mkdir(parents=True, exist_ok=True)
         self.entries: list[dict[str, Any]] = list(self._read())
         self._out = self.path.open("a", encoding="utf-8")
+        if self._out.tell() > 0 and not self._ends_with_newline():
+            self._out.write("\n")  # a torn last line stays alone on its line, skipped on every later read
         self._jobs: queue.Queue = queue.Queue(maxsize=WRITE_AHEAD)
         self._failed: BaseException | None = None
         self._writer = threading.Thread(target=self._write_jobs, name="explore-recording", daemon=True)
@@ -67,6 +69,11 @@ class Recording:
         self._jobs.join()
         if self._failed is not None:
             raise OSError(f"the recording in {self.folder} could not be written: {self._failed}")
+
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as data:
+            data.seek(-1, 2)
+            return data.read(1) == b"\n"
 
     def _read(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():
