@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from engine.explore.atlas import Atlas, PageNode, action_key
+from engine.explore.atlas import Atlas, PageNode, PopupNode, action_key
 from engine.explore.draft import (
     Draft,
     DraftLink,
@@ -32,7 +32,7 @@ from engine.explore.draft import (
 )
 from engine.explore.recording import Recording
 from engine.explore.signatures import stable_signatures, unexplained
-from engine.explore.sketch import SAME_PAGE, similarity
+from engine.explore.sketch import DIM_BELOW, SAME_PAGE, cover, similarity
 
 Area = tuple[int, int, int, int]
 TextBox = tuple[str, float, Area]
@@ -74,6 +74,43 @@ def title_of(frame: np.ndarray, reader: Reader | None) -> tuple[Area, str] | Non
     pad = 4
     area = (max(0, box[0] - pad), max(0, box[1] - pad), min(frame.shape[1], box[2] + pad), min(h, box[3] + pad))
     return area, text.strip()
+
+
+def covered_pages(atlas: Atlas) -> dict[int, tuple[int, Any]]:
+    """Pages that are another page under a popup, seen before that page was known (the popup came first): page id
+    -> (the page it covers, the cover)."""
+    out: dict[int, tuple[int, Any]] = {}
+    live = [p for p in atlas.live_pages() if p.sketches]
+    for page in live:
+        if page.id == atlas.start:
+            continue
+        for other in live:
+            if other.id != page.id and other.id not in out:
+                found = cover(page.sketches[0], other.sketches[0])
+                if found is not None and found.gain < DIM_BELOW:
+                    out[page.id] = (other.id, found)
+                    break
+    return out
+
+
+def fold_covered(atlas: Atlas, covered: dict[int, tuple[int, Any]]) -> None:
+    """Turn each covered page into a popup over the page it covers: what led to it led to that page, and the action
+    that went from it to that page is the popup's dismissal."""
+    for page_id, (under, found) in covered.items():
+        node = atlas.pages[page_id]
+        popup = PopupNode(len(atlas.popups), found.box, over={under}, sketches=list(node.sketches),
+                          members=list(node.members))
+        for key, counter in node.results.items():
+            if counter.most_common(1)[0][0] == ("page", under):
+                popup.dismiss = dict(node.taken[key])
+                break
+        atlas.popups.append(popup)
+        node.loading = True  # no longer a page of the draft
+        for other in atlas.pages:
+            for counter in other.results.values():
+                moved = counter.pop(("page", page_id), 0)
+                if moved:
+                    counter[("page", under)] += moved
 
 
 def transient_pages(atlas: Atlas) -> set[int]:
@@ -153,6 +190,8 @@ class Drafter:
 
     def build(self, made: Made) -> Draft:
         atlas = self.atlas
+        covered = covered_pages(atlas)
+        fold_covered(atlas, covered)
         dropped = transient_pages(atlas)
         # Nothing led away from it, not even the back key: outside the game (a home screen) or a trap; the game
         # was restarted to leave it. Named in the review, not made a page a route could lead into.
@@ -164,7 +203,7 @@ class Drafter:
         frames = {p.id: self._frames(p.members[:OTHERS_PER_PAGE]) for p in pages}
         popups = [pp for pp in atlas.popups if pp.over & set(names)]
         popup_frames = {pp.id: self._frames(pp.members[:OWN_FRAMES]) for pp in popups}
-        loading_pages = [p for p in atlas.pages if p.loading and p.members]
+        loading_pages = [p for p in atlas.pages if p.loading and p.members and p.id not in covered]
         loading_frames = [f for p in loading_pages for f in self._frames(p.members[:2])]
         draft_pages = []
         for page in pages:
