@@ -78,14 +78,16 @@ def title_of(frame: np.ndarray, reader: Reader | None) -> tuple[Area, str] | Non
 
 def covered_pages(atlas: Atlas) -> dict[int, tuple[int, Any]]:
     """Pages that are another page under a popup, seen before that page was known (the popup came first): page id
-    -> (the page it covers, the cover)."""
+    -> (the page it covers, the cover). The page covered must be where some action on it went (the dismissal that
+    worked): under a dark backdrop, unlike pages look alike."""
     out: dict[int, tuple[int, Any]] = {}
     live = [p for p in atlas.live_pages() if p.sketches]
     for page in live:
         if page.id == atlas.start:
             continue
+        went = {c.most_common(1)[0][0] for c in page.results.values() if c}
         for other in live:
-            if other.id != page.id and other.id not in out:
+            if other.id != page.id and other.id not in out and ("page", other.id) in went:
                 found = cover(page.sketches[0], other.sketches[0])
                 if found is not None and found.gain < DIM_BELOW:
                     out[page.id] = (other.id, found)
