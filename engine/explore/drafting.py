@@ -195,11 +195,7 @@ class Drafter:
         covered = covered_pages(atlas)
         fold_covered(atlas, covered)
         dropped = transient_pages(atlas)
-        # Nothing led away from it, not even the back key: outside the game (a home screen) or a trap; the game
-        # was restarted to leave it. Named in the review, not made a page a route could lead into.
-        dead = {p.id for p in atlas.live_pages() if p.id != atlas.start and p.tried.get("key:back")
-                and not atlas.leaves(p.id)}
-        pages = [p for p in atlas.live_pages() if p.id not in dropped | dead and p.members]
+        pages = [p for p in atlas.live_pages() if p.id not in dropped and p.members]
         names = self._names(pages)
         review: list[ReviewItem] = []
         frames = {p.id: self._frames(p.members[:OTHERS_PER_PAGE]) for p in pages}
@@ -247,10 +243,6 @@ class Drafter:
                                      sketches=self.sketches) if own else []
             loading.append(LoadingScreen(members=self._evidence(f"loading_{number}", page.members), signatures=sigs))
         review += self._review(pages, names, dropped)
-        for page_id in sorted(dead):
-            review.append(ReviewItem(kind="dead_end", pages=[], note=(
-                "a screen nothing led away from, not even the back key (outside the game?); the game was restarted "
-                f"to leave it; left out (frames: {', '.join(atlas.pages[page_id].members[:2])})")))
         start = names.get(atlas.start) if atlas.start is not None else None
         return Draft(game=self.game, resolution=self.resolution, server=self.server, start_page=start, app=self.app,
                      made=made, pages=draft_pages, links=links, popups=draft_popups, loading=loading, review=review)

@@ -372,6 +372,12 @@ class Explorer:
             self.stopped_because = "nowhere left to go and no way to restart the game"
             return None
         if self._no_progress_restarts() >= RESTARTS_IN_A_ROW:
+            if self.sweeping is not None and self.atlas.pages[self.sweeping].swept < 2:
+                # The page being swept cannot be got back to: give up its grid, go on with the next page's.
+                self.atlas.pages[self.sweeping].swept = 2
+                self.atlas.pages[self.sweeping].abandoned = True
+                self._restart_marks.clear()
+                return {"type": "restart"}
             self.stopped_because = f"{RESTARTS_IN_A_ROW} restarts in a row found nothing new"
             return None
         return {"type": "restart"}
