@@ -26,6 +26,8 @@ QUIET_NEW = 1.6
 TRANSIENT = 0.8
 """A screen that stayed this long and then changed by itself was a loading screen, not an animation frame."""
 LONGEST = 30.0
+FAILURES_IN_A_ROW = 5
+"""Screenshots failing in a row (each already retried by the device's policy) before the device counts as gone."""
 
 
 @dataclass
@@ -51,6 +53,7 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
     out = Settled(None, None)
     held_since = start
     held_frame: np.ndarray | None = None
+    failures = 0
     while True:
         now = clock()
         try:
@@ -59,8 +62,13 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
             out.black += 1
             frame = None
         except DeviceError as exc:
+            failures += 1
             log.debug("screenshot failed while settling: %s", exc)
+            if failures >= FAILURES_IN_A_ROW:
+                raise
             frame = None
+        else:
+            failures = 0
         if frame is not None:
             sk = sketch(frame)
             if out.sketch is None or changed(sk, out.sketch):

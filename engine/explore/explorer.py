@@ -378,6 +378,21 @@ class Explorer:
                 self.atlas.pages[self.sweeping].abandoned = True
                 self._restart_marks.clear()
                 return {"type": "restart"}
+            # Whatever still has work is out of reach even from the start: give it up, and sweep what is left.
+            for page in self.atlas.pages:
+                if self._has_work(page) and self._route_to(page.id) is None:
+                    page.abandoned = True
+            self._restart_marks.clear()
+            if self.atlas.here.kind == "page":
+                action = self._work(self.atlas.pages[self.atlas.here.page]) or self._route(self.atlas.here.page)
+                if action is not None:
+                    return action
+            if self._next_sweep():
+                here = self.atlas.here
+                action = self._work(self.atlas.pages[here.page]) if here.kind == "page" and \
+                    here.page == self.sweeping else self._route_to(self.sweeping)
+                if action is not None:
+                    return action
             self.stopped_because = f"{RESTARTS_IN_A_ROW} restarts in a row found nothing new"
             return None
         return {"type": "restart"}

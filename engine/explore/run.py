@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.core.errors import DeviceError
 from engine.explore.draft import Draft, Made, save_draft
 from engine.explore.drafting import Drafter, Namer, Reader
 from engine.explore.explorer import Budget, Explorer
@@ -42,7 +43,11 @@ def explore(device: Any, out: str | Path, *, taps: int = 400, minutes: float = 2
     start = clock()
     explorer = Explorer(device, out, budget=budget, restart=restart, progress=progress, clock=clock, sleep=sleep,
                         pace=pace)
-    atlas = explorer.run()
+    try:
+        atlas = explorer.run()
+    except DeviceError as exc:  # the device went away: what was learnt so far still makes a draft (and resumes)
+        atlas = explorer.atlas
+        explorer.stopped_because = f"the device failed: {exc}"
     finished_at = dt.datetime.now(dt.timezone.utc)
     made = Made(serial=getattr(device, "serial", None), minutes=round((clock() - start) / 60.0, 2),
                 taps=explorer.taps, started=started_at.isoformat(timespec="seconds"),

@@ -113,3 +113,30 @@ def test_leaving_the_game_is_restarted_and_the_explore_goes_on(tmp_path):
     figures = score(tmp_path, GOOD)
     assert figures["page_recall"] == 1.0
     assert any(r.kind == "dead_end" for r in result.draft.review)
+
+
+class GoesAway:
+    """A phone that stops answering after a few screenshots."""
+
+    def __init__(self, device, frames: int) -> None:
+        self.device, self.left = device, frames
+        self.serial, self.resolution = device.serial, device.resolution
+
+    def screenshot(self, **kw):
+        from engine.core.errors import DeviceError
+
+        self.left -= 1
+        if self.left < 0:
+            raise DeviceError("device offline")
+        return self.device.screenshot(**kw)
+
+    def __getattr__(self, name):
+        return getattr(self.device, name)
+
+
+def test_a_device_that_goes_away_still_leaves_a_draft_that_validates(tmp_path):
+    inner = game_device(GOOD)
+    device = GoesAway(inner, 25)
+    result = explore(device, tmp_path, taps=100, minutes=0.5, restart=inner.restart, pace=PACE)
+    assert result.stopped_because.startswith("the device failed")
+    assert check_graph(tmp_path).ok and (tmp_path / "draft.yaml").is_file()
