@@ -13,7 +13,7 @@ from engine.core.errors import BlackFrame
 from engine.device.frames import frame_problem
 from engine.sim import SimGame
 
-sys.path.insert(0, str(Path(__file__).parent))  # the scorers beside the tests (truth.py, gotos.py)
+sys.path.insert(0, str(Path(__file__).parent))  # the scorer beside the tests (truth.py)
 
 GRAPHS = Path(__file__).parents[2] / "data" / "graphs"
 GOOD = GRAPHS / "good"

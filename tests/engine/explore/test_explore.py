@@ -19,7 +19,7 @@ def _explore(device, out, taps=200, minutes=2.0, **kw):
     return explore(device, out, taps=taps, minutes=minutes, restart=device.restart, pace=PACE, **kw)
 
 
-def test_explores_the_demo_game_into_a_draft_goto_can_use(tmp_path, good_device):
+def test_explores_the_demo_game_into_a_draft_that_validates(tmp_path, good_device):
     result = _explore(good_device, tmp_path, taps=90)
     assert check_graph(tmp_path).ok
     figures = score(tmp_path, GOOD)
