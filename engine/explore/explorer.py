@@ -1,0 +1,428 @@
+"""The explore loop: play a game through screenshots, taps, swipes, the back key and app restarts only, within a
+budget of actions and time, learning its pages, links, popups and loading screens (engine.explore.atlas).
+
+Each turn stands somewhere and picks one action: on a popup, the next way to dismiss it (the back key, a tap on a
+region inside its box, a tap outside it); on a page, the next action never tried there (taps on tappable regions,
+the back key, four swipes), else one taken once to confirm where it leads, else the first hop of the shortest known
+route to a page with work left; with nowhere to go, the app is restarted. Every action and the frame it settled on
+is recorded before it is learnt from, so a recording replays into the same atlas (``--resume``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from engine.core.errors import DeviceError
+from engine.explore import regions
+from engine.explore.atlas import Atlas, Here, PageNode, action_key
+from engine.explore.effects import LONGEST, Settled, settle
+from engine.explore.recording import Recording
+from engine.explore.sketch import SAME_PAGE, cell_size, changed, sketch
+
+log = logging.getLogger(__name__)
+
+RESTARTS_IN_A_ROW = 3
+"""Restarts without learning anything in between before the explorer gives up early."""
+POPUP_TRIES = 8
+
+
+@dataclass
+class Budget:
+    taps: int = 400
+    seconds: float = 20 * 60.0
+    reserve: float = 0.0
+    """Seconds kept back for writing the draft after the last action."""
+
+
+def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
+    w, h = size
+    cx, cy = w // 2, h // 2
+    dx, dy = int(w * 0.3), int(h * 0.3)
+    return [{"type": "swipe", "start": [cx + dx, cy], "end": [cx - dx, cy]},
+            {"type": "swipe", "start": [cx - dx, cy], "end": [cx + dx, cy]},
+            {"type": "swipe", "start": [cx, cy + dy], "end": [cx, cy - dy]},
+            {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
+
+
+def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int) -> list[dict[str, Any]]:
+    """Taps no tried region covers, for a page hiding something (a title screen that starts on a tap anywhere, a
+    button drawn too faintly to stand out): level 1 every other sketch cell's centre (big targets, a quarter of the
+    taps), level 2 the cells level 1 left out."""
+    w, h = size
+    cell = cell_size(size)
+    areas = [a["area"] for a in taken if a.get("area")] + [
+        (a["point"][0] - 2, a["point"][1] - 2, a["point"][0] + 3, a["point"][1] + 3) for a in taken if a.get("grid")]
+    out = []
+    for row, y in enumerate(range(cell // 2, h, cell)):
+        for col, x in enumerate(range(cell // 2, w, cell)):
+            coarse = row % 2 == 1 and col % 2 == 1
+            if coarse != (level == 1):
+                continue
+            if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
+                out.append({"type": "tap", "point": [x, y], "grid": True})
+    return out
+
+
+def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
+    """What to try on a page first seen as `frame`: its tappable regions, the back key, four swipes."""
+    h, w = frame.shape[:2]
+    taps = [{"type": "tap", "point": list(regions.centre(a)), "area": list(a)} for a in regions.tappable(frame)]
+    return taps + [{"type": "key", "key": "back"}] + _swipes((w, h))
+
+
+class Explorer:
+    """Explore `device` (engine.device.base.Device) into `folder`; `restart` force-stops and launches the game."""
+
+    def __init__(self, device: Any, folder: str | Path, *, budget: Budget | None = None,
+                 restart: Callable[[], None] | None = None, progress: Callable[[str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep,
+                 pace: float = 1.0) -> None:
+        self.device = device
+        self.pace = pace
+        self.folder = Path(folder)
+        self.budget = budget or Budget()
+        self.restart_app = restart
+        self.progress = progress or (lambda line: None)
+        self.clock, self.sleep = clock, sleep
+        self.atlas = Atlas()
+        self.recording: Recording | None = None
+        self.taps = 0
+        self.restarts = 0
+        self.stopped_because = ""
+        self._started = clock()
+        self._restart_marks: list[int] = []
+        self._last: tuple[Any, str] | None = None
+        """The sketch and file of the last frame written."""
+        self.sweeping: int | None = None
+        self.sweep_round = 0
+        """The page whose grid of taps is being tried once no visible work is left anywhere."""
+
+    # ------------------------------------------------------------------ budget
+
+    def time_left(self) -> float:
+        return self.budget.seconds - self.budget.reserve - (self.clock() - self._started)
+
+    def taps_left(self) -> int:
+        return self.budget.taps - self.taps
+
+    def _tell(self) -> None:
+        a = self.atlas
+        self.progress(f"explore: {len(a.live_pages())} pages, {len(a.links())} links, {len(a.popups)} popups, "
+                      f"{sum(p.loading for p in a.pages)} loading screens; {self.taps_left()} taps and "
+                      f"{max(0.0, self.time_left()):.0f} s left")
+
+    # ------------------------------------------------------------------ running
+
+    def run(self) -> Atlas:
+        self.recording = Recording(self.folder)
+        try:
+            self._replay()
+            self._look_first()
+            while True:
+                if self.taps_left() <= 0:
+                    self.stopped_because = "the tap budget is spent"
+                    break
+                if self.time_left() <= 0:
+                    self.stopped_because = "the time budget is spent"
+                    break
+                action = self._choose()
+                if action is None:
+                    break
+                self._do(action)
+                self._tell()
+        finally:
+            self.recording.close()
+        return self.atlas
+
+    def _replay(self) -> None:
+        """Learn again from a recording left by an earlier run in the same folder (resume)."""
+        assert self.recording is not None
+        entries = list(self.recording.entries)
+        for entry in entries:
+            frame = self.recording.frame(entry)
+            if frame is None:
+                continue
+            transients = []
+            for rel in entry.get("transients") or []:
+                t = self.recording.read(rel)
+                if t is not None:
+                    transients.append((sketch(t), rel))
+            self.atlas.absorb(entry["action"], sketch(frame), entry["frame"], transients)
+            self._prepare(frame)
+            if entry["action"].get("type") in ("tap", "swipe", "key"):
+                self.taps += 1
+        for page in self.atlas.pages:  # grids tried before: offer their levels again
+            coarse = [a for a in page.taken.values() if a.get("grid")]
+            if coarse:
+                self._sweep(page)
+                if any(a not in page.actions for a in coarse):
+                    self._sweep(page)
+        if entries:
+            self.progress(f"explore: resumed from {len(entries)} recorded actions")
+
+    def _look_first(self) -> None:
+        self._do({"type": "screenshot"})
+
+    def _prepare(self, frame: np.ndarray) -> None:
+        here = self.atlas.here
+        if here.kind == "page":
+            page = self.atlas.pages[here.page]
+            if not page.actions:
+                page.actions = page_actions(frame)
+
+    def _do(self, action: dict[str, Any]) -> Here:
+        """Act, wait for the screen to settle, record, learn."""
+        before = self.atlas.here
+        before_sketch = None
+        if before.kind in ("page", "loading") and self.atlas.pages[before.page].sketches:
+            before_sketch = self.atlas.pages[before.page].sketches[-1]
+        kind = action["type"]
+        try:
+            if kind == "tap":
+                self.device.tap(*action["point"])
+            elif kind == "swipe":
+                self.device.swipe(*action["start"], *action["end"])
+            elif kind == "key":
+                self.device.key(action["key"])
+            elif kind == "restart":
+                self.restarts += 1
+                if self.restart_app is not None:
+                    self.restart_app()
+        except DeviceError as exc:
+            log.warning("%s failed: %s", kind, exc)
+        if kind in ("tap", "swipe", "key"):
+            self.taps += 1
+        settled = self._settle(None if kind in ("screenshot", "restart") else before_sketch)
+        if settled.frame is None:
+            self.stopped_because = "the device sends no usable frame"
+            raise DeviceError("no usable frame from the device while exploring")
+        assert self.recording is not None
+        # An unchanged screen points at the frame already written (PNG encoding is most of an action's cost).
+        same = self._last is not None and not settled.transients and not changed(settled.sketch, self._last[0])
+        entry = self.recording.add(action, settled.frame, None, "timed out" if settled.timed_out else "",
+                                   transients=[f for f, _ in settled.transients],
+                                   same_as=self._last[1] if same and self._last else None)
+        self._last = (settled.sketch, entry["frame"])
+        transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
+        here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients)
+        self._prepare(settled.frame)
+        return here
+
+    def _settle(self, before) -> Settled:
+        atlas = self.atlas
+
+        def known(sk) -> bool:
+            page, score = atlas.best_page(sk)
+            return page is not None and score >= SAME_PAGE
+
+        def loading(sk) -> bool:
+            page, score = atlas.best_page(sk)
+            return page is not None and score >= SAME_PAGE and atlas.pages[page].loading
+
+        def look() -> np.ndarray:
+            return self.device.screenshot()
+
+        longest = max(1.0, min(LONGEST, self.time_left() + self.budget.reserve))
+        return settle(look, before=before, known=known, loading=loading, sleep=self.sleep, clock=self.clock,
+                      pace=self.pace, longest=longest)
+
+    # ------------------------------------------------------------------ choosing
+
+    def _choose(self) -> dict[str, Any] | None:
+        here = self.atlas.here
+        if here.kind == "popup":
+            return self._dismiss(here)
+        if here.kind == "loading":
+            return {"type": "screenshot"}
+        if here.kind != "page":
+            return self._restart_or_stop()
+        page = self.atlas.pages[here.page]
+        action = self._work(page)
+        if action is not None:
+            return action
+        route = self._route(page.id)
+        if route is not None:
+            return route
+        return self._restart_or_stop()
+
+    def _sweep(self, page: PageNode) -> None:
+        """Add the next level of grid taps to the page's actions."""
+        if page.swept < 2 and page.actions:
+            page.swept += 1
+            page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
+
+    def _work(self, page: PageNode) -> dict[str, Any] | None:
+        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet. A grid of
+        taps is tried on the start page when nothing visible led away from it (until one tap does), and, once no
+        visible work is left anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
+        exits = self.atlas.leaves(page.id)
+        # A dead end is swept only where the game starts (a title screen that starts on a tap anywhere); anywhere
+        # else it may be outside the game (a home screen, where a grid of taps would open other apps).
+        grid_ok = (not exits and page.id == self.atlas.start) or self.sweeping == page.id
+        for action in page.actions:
+            if page.tried[action_key(action)] == 0 and (grid_ok or not action.get("grid")):
+                return action
+        if grid_ok and page.swept < self.sweep_level(page) and not page.loading and page.actions:
+            self._sweep(page)
+            return self._work(page)
+        for action in page.actions:
+            key = action_key(action)
+            best = self.atlas.outcome(page.id, key)
+            if best is not None and best[0] == "page" and best[1] != page.id and page.tried[key] == 1:
+                return action
+        return None
+
+    def sweep_level(self, page: PageNode) -> int:
+        """How far the page may be swept now: the start page as a dead end fully, the page being swept to the
+        round's level."""
+        if not self.atlas.leaves(page.id) and page.id == self.atlas.start:
+            return 2
+        return self.sweep_round if self.sweeping == page.id else 0
+
+    def _next_sweep(self) -> bool:
+        """Choose the next page to sweep with a grid of taps: every page coarsely first (the one with the most
+        distinct ways out first), then finely; False when every page has been swept."""
+        here = self.atlas.here
+        for level in (1, 2):
+            candidates = [p for p in self.atlas.live_pages() if p.swept < level and p.actions
+                          and self.atlas.leaves(p.id)
+                          and (here.kind == "page" and here.page == p.id or self._route_to(p.id) is not None)]
+            if candidates:
+                break
+        else:
+            return False
+        exits = {p.id: len({o for c in p.results.values() for o in c if o[0] == "page" and o[1] != p.id})
+                 for p in candidates}
+        self.sweep_round = level
+        self.sweeping = max(candidates, key=lambda p: (exits[p.id], -p.id)).id
+        self.progress(f"explore: no visible work left; tapping a grid on page {self.sweeping}")
+        return True
+
+    def _has_work(self, page: PageNode) -> bool:
+        return not page.loading and not page.abandoned and self._work(page) is not None
+
+    def _just_restarted(self) -> bool:
+        entries = self.recording.entries if self.recording is not None else []
+        return bool(entries) and entries[-1]["action"].get("type") == "restart" and self.atlas.here.kind == "page"
+
+    def _route(self, start: int) -> dict[str, Any] | None:
+        """The first action of the shortest known route from `start` to a page with work left."""
+        firsts: dict[int, dict[str, Any] | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            at = queue.popleft()
+            node = self.atlas.pages[at]
+            if at != start and self._has_work(node):
+                return firsts[at]
+            for action in node.taken.values():
+                best = self.atlas.outcome(at, action_key(action))
+                if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
+                    continue
+                firsts[best[1]] = firsts[at] or action
+                queue.append(best[1])
+        return None
+
+    def _route_to(self, target: int) -> dict[str, Any] | None:
+        """The first action of the shortest known route from here to `target` (None: here already, or no route)."""
+        here = self.atlas.here
+        if here.kind != "page" or here.page == target:
+            return None
+        firsts: dict[int, dict[str, Any] | None] = {here.page: None}
+        queue = deque([here.page])
+        while queue:
+            at = queue.popleft()
+            if at == target:
+                return firsts[at]
+            for action in self.atlas.pages[at].taken.values():
+                best = self.atlas.outcome(at, action_key(action))
+                if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
+                    continue
+                firsts[best[1]] = firsts[at] or action
+                queue.append(best[1])
+        return None
+
+    def _restart_or_stop(self) -> dict[str, Any] | None:
+        if self._just_restarted():
+            # Fresh from a restart and still no route to them: pages seen once off a glitch or a crash, or behind
+            # a one-way door. They are given up (named in the review) instead of restarting for them forever.
+            for page in self.atlas.pages:
+                if self._has_work(page) and self._route_to(page.id) is None and page.id != self.atlas.here.page:
+                    page.abandoned = True
+            route = self._route(self.atlas.here.page) if self.atlas.here.kind == "page" else None
+            if route is not None:
+                return route
+        if not any(self._has_work(p) for p in self.atlas.pages):
+            if not self._next_sweep():
+                self.stopped_because = "every page's actions were tried"
+                return None
+            here = self.atlas.here
+            if here.kind == "page" and here.page == self.sweeping:
+                return self._work(self.atlas.pages[here.page])
+            route = self._route_to(self.sweeping)
+            if route is not None:
+                return route
+        if self.restart_app is None:
+            self.stopped_because = "nowhere left to go and no way to restart the game"
+            return None
+        if self._no_progress_restarts() >= RESTARTS_IN_A_ROW:
+            if self.sweeping is not None and self.atlas.pages[self.sweeping].swept < 2:
+                # The page being swept cannot be got back to: give up its grid, go on with the next page's.
+                self.atlas.pages[self.sweeping].swept = 2
+                self.atlas.pages[self.sweeping].abandoned = True
+                self._restart_marks.clear()
+                return {"type": "restart"}
+            # Whatever still has work is out of reach even from the start: give it up, and sweep what is left.
+            for page in self.atlas.pages:
+                if self._has_work(page) and self._route_to(page.id) is None:
+                    page.abandoned = True
+            self._restart_marks.clear()
+            if self.atlas.here.kind == "page":
+                action = self._work(self.atlas.pages[self.atlas.here.page]) or self._route(self.atlas.here.page)
+                if action is not None:
+                    return action
+            if self._next_sweep():
+                here = self.atlas.here
+                action = self._work(self.atlas.pages[here.page]) if here.kind == "page" and \
+                    here.page == self.sweeping else self._route_to(self.sweeping)
+                if action is not None:
+                    return action
+            self.stopped_because = f"{RESTARTS_IN_A_ROW} restarts in a row found nothing new"
+            return None
+        return {"type": "restart"}
+
+    def _no_progress_restarts(self) -> int:
+        count = 0
+        marker = self._restart_marks
+        marker.append(self.atlas.changes)
+        for earlier in reversed(marker[:-1]):
+            if earlier != marker[-1]:
+                break
+            count += 1
+        return count
+
+    def _dismiss(self, here: Here) -> dict[str, Any] | None:
+        popup = self.atlas.popups[here.popup]
+        if popup.dismiss is not None and popup.tried[action_key(popup.dismiss)] < POPUP_TRIES:
+            return dict(popup.dismiss)
+        assert self.recording is not None
+        frame = self.recording.read(popup.members[-1]) if popup.members else None
+        options: list[dict[str, Any]] = [{"type": "key", "key": "back"}]
+        if frame is not None:
+            w, h = frame.shape[1], frame.shape[0]
+            for area in regions.tappable(frame, within=popup.box, limit=6):
+                options.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
+            options.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
+        for option in options:
+            if popup.tried[action_key(option)] == 0:
+                return option
+        if sum(popup.tried.values()) >= POPUP_TRIES + len(options):
+            return self._restart_or_stop()
+        return options[sum(popup.tried.values()) % len(options)]
+
