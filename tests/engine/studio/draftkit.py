@@ -1,0 +1,70 @@
+"""A small explorer's draft for the review tests, made the way the explorer makes one: frames rendered by the
+simulator of tests/data/graphs/good, grouped into draft pages, signed with engine.explore.signatures and saved with
+engine.explore.draft (the format of /work/draft-spec.md), the graph YAML beside it from engine.explore.write.
+
+The grouping has the two mistakes a review fixes: page_shop's frames came out as two draft pages (page_1 and
+page_2, to merge) and page_mail's and page_settings' frames as one (page_3, to split).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+
+ROOT = Path(__file__).resolve().parents[3]
+GOOD = ROOT / "tests" / "data" / "graphs" / "good"
+PER_PAGE = 2
+TRUTH = {"page_main": ["page_main"], "page_1": ["page_shop"], "page_2": ["page_shop"],
+         "page_3": ["page_mail", "page_settings"]}
+"""Draft page -> the true pages whose frames it holds."""
+TITLES = {"page_main": "DEMO QUEST"}
+
+
+def frames_of(page: str, count: int, start: int = 0) -> list:
+    from engine.config.loader import load_graph
+    from engine.sim.game import SimGame
+
+    game = SimGame(load_graph(GOOD, server="en"), seed=start)
+    game.goto(page)
+    return [game.frame() for _ in range(start + count)][start:]
+
+
+def make_draft(folder: Path) -> Path:
+    """The draft folder (draft.yaml, evidence/, graph YAML, assets/) written into `folder`; returns it."""
+    from engine.explore.draft import Draft, DraftLink, DraftPage, ReviewItem, TapStep, KeyStep, save_draft
+    from engine.explore.signatures import stable_signatures
+    from engine.explore.write import write_graph
+
+    members: dict[str, list[str]] = {}
+    frames: dict[str, list] = {}
+    for name, truths in TRUTH.items():
+        offset = 1 if name == "page_2" else 0  # page_1 and page_2 hold different frames of page_shop
+        for truth in truths:
+            for frame in frames_of(truth, PER_PAGE if len(truths) == 1 else 1, offset):
+                path = f"evidence/{name}/{len(members.get(name, [])) + 1:04d}.png"
+                (folder / path).parent.mkdir(parents=True, exist_ok=True)
+                assert cv2.imwrite(str(folder / path), frame)
+                members.setdefault(name, []).append(path)
+                frames.setdefault(name, []).append(frame)
+    pages = []
+    for name in TRUTH:
+        others = [f for other, group in frames.items() if other not in (name, "page_2" if name == "page_1" else "",
+                                                                         "page_1" if name == "page_2" else "")
+                  for f in group]
+        pages.append(DraftPage(name=name, title=TITLES.get(name), members=members[name], visits=3,
+                               signatures=stable_signatures(frames[name], others, prefix=name)))
+    tap = {"page_1": (980, 330), "page_2": (990, 335), "page_3": (980, 410)}
+    links = [DraftLink(**{"from": "page_main", "to": to, "action": TapStep(type="tap", point=point,
+                                                                          area=(900, point[1] - 30, 1060, point[1] + 30)),
+                          "seen": 2, "tried": 2}) for to, point in tap.items()]
+    links += [DraftLink(**{"from": page, "to": "page_main", "action": KeyStep(type="key", key="back"),
+                           "seen": 1, "tried": 1}) for page in ("page_1", "page_2", "page_3")]
+    review = [ReviewItem(kind="maybe_same_page", pages=["page_1", "page_2"], note="alike on 92% of cells"),
+              ReviewItem(kind="maybe_two_pages", pages=["page_3"], note="its frames fall in two groups"),
+              ReviewItem(kind="link_seen_once", pages=["page_3", "page_main"], note="back from page_3 once")]
+    draft = Draft(game="draft_demo", resolution=(1280, 720), server="en", start_page="page_main", pages=pages,
+                  links=links, review=review)
+    save_draft(draft, folder)
+    write_graph(draft, folder)
+    return folder
