@@ -340,7 +340,26 @@ def backup(path: Path) -> Path:
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    found = []
+    for where, _, names in os.walk(root, followlinks=False):
+        found += [Path(where) / n for n in names if not (Path(where) / n).is_symlink()]
+    return sorted(found)
+
+
+def _frames_beside(draft: Any, folder: Path, staging: Path) -> list[Path]:
+    """Links in `staging` to the draft's folders of member frames (write_graph cuts templates from the frames
+    below the folder it writes), after every member path is checked to stay inside the draft folder."""
+    tops: set[str] = set()
+    for owner in [*draft.pages, *draft.popups, *draft.loading]:
+        for member in owner.members:
+            path = inside(folder, member)
+            tops.add(path.relative_to(folder).parts[0])
+    links = []
+    for top in sorted(tops - {"assets"}):
+        link = staging / top
+        link.symlink_to(folder / top, target_is_directory=(folder / top).is_dir())
+        links.append(link)
+    return links
 
 
 def accept(folder: Path, out: str = "", *, overwrite: bool = False) -> Accepted:
@@ -353,7 +372,10 @@ def accept(folder: Path, out: str = "", *, overwrite: bool = False) -> Accepted:
     draft, _ = read(folder)
     target = output_folder(folder, out)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".accept-") as staging:
+        links = _frames_beside(draft, folder, Path(staging))
         write_graph(draft, Path(staging))
+        for link in links:
+            link.unlink()
         staged = {p.relative_to(staging).as_posix(): p for p in _files(Path(staging))}
         differ = [rel for rel, p in staged.items() if (target / rel).exists()
                   and ((target / rel).is_dir() or (target / rel).read_bytes() != p.read_bytes())]
