@@ -207,7 +207,8 @@ def split(draft: Any, name: str, frames: Sequence[str], new: str, signer: Signer
     for p in draft.pages:
         pages += [kept, made] if p.name == name else [p]
     note = f"split from {name}: its links stayed with {name}; explore again or add them by hand"
-    return draft.model_copy(update={"pages": pages, "review": [*draft.review, _review_item("unreached", [new], note)]})
+    review = [r for r in draft.review if not (r.kind == "maybe_two_pages" and list(r.pages) == [name])]  # answered
+    return draft.model_copy(update={"pages": pages, "review": [*review, _review_item("unreached", [new], note)]})
 
 
 def _review_item(kind: str, pages: list[str], note: str) -> Any:

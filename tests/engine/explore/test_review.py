@@ -91,6 +91,7 @@ def test_split_takes_chosen_frames_into_a_new_page_and_signs_both(folder):
     assets = [s.asset for p in split.pages for s in p.signatures if s.asset]
     assert len(assets) == len(set(assets))
     assert split.review[-1].kind == "unreached" and split.review[-1].pages == ["page_settings"]
+    assert not any(r.kind == "maybe_two_pages" for r in split.review)  # answered
     refused("invalid", review.split, draft, "page_3", frames, "page_x", signer(folder))  # nothing would be left
     refused("invalid", review.split, draft, "page_3", [], "page_x", signer(folder))
     refused("unknown", review.split, draft, "page_3", ["evidence/page_1/0001.png"], "page_x", signer(folder))
