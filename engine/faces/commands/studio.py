@@ -47,7 +47,7 @@ def _draft_folder(value: str | None) -> Path | None:
     folder = Path(value)
     if not (folder / DRAFT_FILE).is_file():
         raise ConfigError(f"--draft {value}: no {DRAFT_FILE} there (a folder `python -m engine explore --out` "
-                          f"wrote)", file=str(folder))
+                          f"wrote)")
     return folder.resolve()
 
 
