@@ -51,6 +51,12 @@ def test_rename_follows_the_page_everywhere_and_refuses_bad_or_taken_names(folde
     assert renamed.review[0].pages == ["page_shop", "page_2"]
     assert renamed.pages[1].members == draft.pages[1].members  # the frames stay where they are
     assert draft.pages[1].name == "page_1"  # the draft it was given is unchanged
+    assert renamed.popups == draft.popups
+    popup = review.rename(renamed, "popup_1", "popup_news")
+    assert [p.name for p in popup.popups] == ["popup_news"] and popup.pages == renamed.pages
+    home = review.rename(draft, "page_main", "page_home")
+    assert home.popups[0].over == ["page_home"]
+    refused("taken", review.rename, draft, "page_1", "popup_1")  # one namespace for pages and popups
     refused("taken", review.rename, draft, "page_1", "page_2")
     for bad in ("", "1abc", "a/b", "../x", "x" * 101, None):
         refused("invalid", review.rename, draft, "page_1", bad)

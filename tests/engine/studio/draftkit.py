@@ -3,7 +3,8 @@ simulator of tests/data/graphs/good, grouped into draft pages, signed with engin
 engine.explore.draft (the format of /work/draft-spec.md), the graph YAML beside it from engine.explore.write.
 
 The grouping has the two mistakes a review fixes: page_shop's frames came out as two draft pages (page_1 and
-page_2, to merge) and page_mail's and page_settings' frames as one (page_3, to split).
+page_2, to merge) and page_mail's and page_settings' frames as one (page_3, to split); popup_1 is the graph's
+announcement over page_main, closed by its X.
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ TRUTH = {"page_main": ["page_main"], "page_1": ["page_shop"], "page_2": ["page_s
 TITLES = {"page_main": "DEMO QUEST"}
 
 
-def frames_of(page: str, count: int, start: int = 0) -> list:
+def frames_of(page: str, count: int, start: int = 0, popup: str | None = None) -> list:
     from engine.config.loader import load_graph
     from engine.sim.game import SimGame
 
     game = SimGame(load_graph(GOOD, server="en"), seed=start)
     game.goto(page)
+    if popup is not None:
+        game.show_popup(popup)
     return [game.frame() for _ in range(start + count)][start:]
 
 
 def make_draft(folder: Path) -> Path:
     """The draft folder (draft.yaml, evidence/, graph YAML, assets/) written into `folder`; returns it."""
-    from engine.explore.draft import Draft, DraftLink, DraftPage, ReviewItem, TapStep, KeyStep, save_draft
+    from engine.explore.draft import Draft, DraftLink, DraftPage, DraftPopup, KeyStep, ReviewItem, TapStep, save_draft
     from engine.explore.signatures import stable_signatures
     from engine.explore.write import write_graph
 
@@ -63,8 +66,16 @@ def make_draft(folder: Path) -> Path:
     review = [ReviewItem(kind="maybe_same_page", pages=["page_1", "page_2"], note="alike on 92% of cells"),
               ReviewItem(kind="maybe_two_pages", pages=["page_3"], note="its frames fall in two groups"),
               ReviewItem(kind="link_seen_once", pages=["page_3", "page_main"], note="back from page_3 once")]
+    cover = frames_of("page_main", 1, popup="popup_announcement")[0]
+    path = "evidence/popup_1/0001.png"
+    (folder / path).parent.mkdir(parents=True, exist_ok=True)
+    assert cv2.imwrite(str(folder / path), cover)
+    popup = DraftPopup(name="popup_1", over=["page_main"], box=(300, 120, 980, 600), members=[path],
+                       signatures=stable_signatures([cover], [f for group in frames.values() for f in group],
+                                                    prefix="popup_1"),
+                       dismiss=TapStep(type="tap", point=(930, 170), area=(900, 140, 960, 200)))
     draft = Draft(game="draft_demo", resolution=(1280, 720), server="en", start_page="page_main", pages=pages,
-                  links=links, review=review)
+                  links=links, popups=[popup], review=review)
     save_draft(draft, folder)
     write_graph(draft, folder)
     return folder

@@ -69,6 +69,9 @@ def test_the_draft_is_shown_page_by_page_with_its_frames_and_signature_boxes(stu
     assert {(link["from"], link["to"]) for link in view["links"]} >= {("page_main", "page_1"), ("page_3", "page_main")}
     assert {r["kind"] for r in view["review"]} == {"maybe_same_page", "maybe_two_pages", "link_seen_once"}
     assert view["original"] is False
+    popup = view["popups"][0]
+    assert popup["name"] == "popup_1" and popup["over"] == ["page_main"] and popup["dismiss"]["type"] == "tap"
+    assert client.get(popup["members"][0]["url"]).content.startswith(PNG_MAGIC)
 
 
 def test_every_edit_through_the_api(studio):
