@@ -76,6 +76,8 @@ class DraftPage(Model):
     signatures: list[Signature] = Field(default_factory=list)
     visits: int = 0
     loading: bool = False
+    """Reached through a loading screen at least once (the written page gets a loading allowance); loading screens
+    themselves are not pages but ``Draft.loading``."""
 
 
 class DraftLink(Model):

@@ -15,7 +15,7 @@ import yaml
 
 from engine.config.assetpacks import new_index, save_index, write_template
 from engine.config.assets import Template
-from engine.config.schema import Graph, KeyAction, Link, Page, Popup, SwipeAction, TapAction
+from engine.config.schema import Graph
 from engine.core.errors import ConfigError
 from engine.explore.draft import Draft, Signature, Step
 
@@ -45,16 +45,13 @@ def _action(step: Step) -> dict[str, Any]:
 def graph_data(draft: Draft) -> dict[str, Any]:
     """The graph as plain data (one mapping, split into files by ``write_graph``), checked against the graph
     language's models so a draft never writes YAML the loader refuses."""
-    names = {p.name for p in draft.pages if not p.loading}
+    names = {p.name for p in draft.pages}
     pages: list[dict[str, Any]] = [{"name": UNKNOWN_PAGE, "description": "Anything the observer cannot name."}]
-    slow = {link.to for link in draft.links if draft_page_loading(draft, link.from_)}
     for page in draft.pages:
-        if page.loading:
-            continue
         entry: dict[str, Any] = {"name": page.name}
         if page.title:
             entry["description"] = f"Titled {page.title!r} on screen."
-        if page.name in slow:
+        if page.loading:
             entry["loading"] = LOADING_SECONDS
         entry["signatures"] = [_signature(s) for s in page.signatures]
         links = []
@@ -87,21 +84,7 @@ def graph_data(draft: Draft) -> dict[str, Any]:
                                       for screen in draft.loading if screen.signatures]
     data = {**game, "pages": pages, "popups": popups}
     Graph.model_validate(data)  # the same models the loader uses: a draft that cannot load is our bug, found here
-    for model, items in ((Page, pages), (Popup, popups)):
-        for item in items:
-            model.model_validate(item)
-    for item in pages:
-        for link in item.get("links", ()):
-            Link.model_validate(link)
-    _ = (KeyAction, SwipeAction, TapAction)
     return data
-
-
-def draft_page_loading(draft: Draft, name: str) -> bool:
-    for page in draft.pages:
-        if page.name == name:
-            return page.loading
-    return False
 
 
 def _dump(path: Path, data: dict[str, Any]) -> None:
