@@ -79,3 +79,53 @@ def make_draft(folder: Path) -> Path:
     save_draft(draft, folder)
     write_graph(draft, folder)
     return folder
+
+
+class VirtualClock:
+    """Time that moves only when someone sleeps: the simulator's transitions and the explorer's waits cost nothing."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += max(0.0, seconds)
+
+
+class SimPhone:
+    """The simulated game of tests/data/graphs/good as the explorer's device (screenshot, tap, swipe, key), on a
+    virtual clock."""
+
+    serial = "sim-virtual"
+
+    def __init__(self, clock: VirtualClock) -> None:
+        from engine.config.loader import load_graph
+        from engine.sim import SyntheticAssets
+        from engine.sim.game import SimGame
+
+        graph = load_graph(GOOD).resolve("en")
+        self.game = SimGame(graph, assets=SyntheticAssets(graph), clock=clock.now)
+        self.resolution = tuple(graph.resolution)
+
+    def screenshot(self):
+        return self.game.frame()
+
+    def tap(self, x: int, y: int) -> None:
+        self.game.tap(x, y)
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, *_: object) -> None:
+        self.game.swipe(x1, y1, x2, y2)
+
+    def key(self, key: str) -> None:
+        self.game.key(key)
+
+
+def explored_draft(folder: Path, taps: int = 16) -> Path:
+    """A draft the explorer itself made (engine.explore.run.explore) on the good graph's simulator, `taps` actions."""
+    from engine.explore.run import explore
+
+    clock = VirtualClock()
+    explore(SimPhone(clock), folder, taps=taps, minutes=10, game="draft_good", clock=clock.now, sleep=clock.sleep)
+    return folder

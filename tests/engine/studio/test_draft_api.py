@@ -177,3 +177,32 @@ def test_a_broken_draft_on_disk_is_a_400_not_a_500(studio):
     assert "draft.yaml" in body["error"]
     (folder / "draft.yaml").write_text("format: engine-draft/1\ngame: g\nresolution: [1, 2]\nbogus: 1\n")
     refused(client.get("/api/draft"), 400)
+
+
+def test_a_draft_the_explorer_made_is_reviewed_and_accepted(session, tmp_path):
+    """engine.explore's own run (16 actions on the good graph's simulator, virtual time), reviewed through the
+    API: a rename, a merge (made, or refused because no region is the same on both pages' frames), a dropped link,
+    and the accepted graph validates."""
+    from tests.engine.studio.draftkit import explored_draft
+
+    folder = explored_draft(tmp_path / "explored")
+    app = create_app(session, captures_dir=tmp_path / "captures", draft_dir=folder)
+    with TestClient(app, base_url=BASE, raise_server_exceptions=False) as client:
+        view = ok(client.get("/api/draft"))
+        names = [p["name"] for p in view["pages"]]
+        assert len(names) >= 3 and all(p["count"] >= 1 for p in view["pages"])
+        view = ok(client.post("/api/draft/rename", json={"rev": view["rev"], "old": names[0], "new": "page_first"}))
+        merged = client.post("/api/draft/merge", json={"rev": view["rev"], "keep": names[1], "other": names[2]})
+        if merged.status_code == 200:
+            view = merged.json()
+            assert names[2] not in [p["name"] for p in view["pages"]]
+        else:
+            assert refused(merged, 400, "invalid")["error"].startswith("no region stays the same")
+        if view["links"]:
+            link = view["links"][0]
+            view = ok(client.post("/api/draft/drop-link", json={"rev": view["rev"], "index": 0, "from": link["from"],
+                                                                 "to": link["to"]}))
+        done = ok(client.post("/api/draft/accept", json={"rev": view["rev"], "out": "reviewed"}))
+        assert done["validate"]["ok"], done["validate"]
+        assert "page_first" in (folder / "reviewed" / "pages.yaml").read_text()
+    app.state.studio.close()
