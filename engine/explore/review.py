@@ -53,16 +53,6 @@ def _refuse(message: str, reason: str, **extra: Any) -> DraftEditRefused:
 # --------------------------------------------------------------------------------------------------- looking up
 
 
-def _src(link: Any) -> str:
-    return link.from_
-
-
-def _link(link: Any, **update: Any) -> Any:
-    if "src" in update:
-        update["from_"] = update.pop("src")
-    return link.model_copy(update=update)
-
-
 def page_of(draft: Any, name: str) -> Any:
     for page in draft.pages:
         if page.name == name:
@@ -110,20 +100,21 @@ def rename(draft: Any, old: str, new: str) -> Any:
 
 
 def _relabel(draft: Any, old: str, new: str, *, pages: list) -> Any:
-    """`pages`, and every mention of page `old` made `new`: links (a link that now leads from a page to itself is
-    dropped, two that became the same are one, their counts added), popups' pages and the review list."""
+    """`pages`, and every mention of page `old` made `new`: the start page, links (a link that now leads from a
+    page to itself is dropped, two that became the same are one, their counts added), popups' pages and the
+    review list."""
     links: list = []
     for link in draft.links:
-        src, dst = (new if _src(link) == old else _src(link)), (new if link.to == old else link.to)
-        if src == dst and old in (_src(link), link.to) and new != old:
+        src, dst = (new if link.from_ == old else link.from_), (new if link.to == old else link.to)
+        if src == dst and old in (link.from_, link.to) and new != old:
             continue  # it led between the two pages now one
-        same = next((i for i, kept in enumerate(links) if _src(kept) == src and kept.to == dst
+        same = next((i for i, kept in enumerate(links) if kept.from_ == src and kept.to == dst
                      and kept.action == link.action), None)
         if same is None:
-            links.append(_link(link, src=src, to=dst))
+            links.append(link.model_copy(update={"from_": src, "to": dst}))
         else:
             kept = links[same]
-            links[same] = _link(kept, seen=kept.seen + link.seen, tried=kept.tried + link.tried)
+            links[same] = kept.model_copy(update={"seen": kept.seen + link.seen, "tried": kept.tried + link.tried})
     popups = [p.model_copy(update={"over": _renamed(p.over, old, new)}) for p in draft.popups]
     review = []
     for item in draft.review:
@@ -131,7 +122,9 @@ def _relabel(draft: Any, old: str, new: str, *, pages: list) -> Any:
         if len(names) < len(item.pages) and len(names) <= 1 and item.kind in ("maybe_same_page", "maybe_two_pages"):
             continue  # the question it asked is answered
         review.append(item.model_copy(update={"pages": names}))
-    return draft.model_copy(update={"pages": pages, "links": links, "popups": popups, "review": review})
+    start = new if draft.start_page == old else draft.start_page
+    return draft.model_copy(update={"pages": pages, "links": links, "popups": popups, "review": review,
+                                    "start_page": start})
 
 
 def _others(draft: Any, skip: set[str]) -> list[list[str]]:
@@ -222,11 +215,11 @@ def drop_link(draft: Any, index: int, src: str, dst: str) -> Any:
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(draft.links):
         raise _refuse(f"the draft has no link number {index!r} ({len(draft.links)} links)", "unknown")
     link = draft.links[index]
-    if (_src(link), link.to) != (src, dst):
-        raise _refuse(f"link {index} leads from {_src(link)} to {link.to}, not from {src} to {dst}: reload the draft",
+    if (link.from_, link.to) != (src, dst):
+        raise _refuse(f"link {index} leads from {link.from_} to {link.to}, not from {src} to {dst}: reload the draft",
                       "stale")
     links = [kept for i, kept in enumerate(draft.links) if i != index]
-    still = any(_src(k) == src and k.to == dst for k in links)
+    still = any(k.from_ == src and k.to == dst for k in links)
     review = [r for r in draft.review if still or not (r.kind == "link_seen_once" and list(r.pages) == [src, dst])]
     return draft.model_copy(update={"links": links, "review": review})
 
@@ -282,9 +275,7 @@ def edit_folder(folder: Path, rev: str, edit: Callable[[Any], Any]) -> tuple[Any
     changed = edit(draft)
     if not (folder / ORIGINAL).exists():
         shutil.copy2(folder / DRAFT_FILE, folder / ORIGINAL)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".edit-") as staging:
-        save_draft(changed, Path(staging))
-        os.replace(Path(staging) / DRAFT_FILE, folder / DRAFT_FILE)
+    save_draft(changed, folder)  # atomically: a reader never sees half a file
     return changed, revision(folder)
 
 
@@ -378,15 +369,16 @@ def accept(folder: Path, out: str = "", *, overwrite: bool = False) -> Accepted:
         for link in links:
             link.unlink()
         staged = {p.relative_to(staging).as_posix(): p for p in _files(Path(staging))}
-        differ = [rel for rel, p in staged.items() if (target / rel).exists()
-                  and ((target / rel).is_dir() or (target / rel).read_bytes() != p.read_bytes())]
+        dests = {rel: inside(target, rel) for rel in staged}  # every one checked before anything moves
+        differ = [rel for rel, p in staged.items() if dests[rel].exists()
+                  and (dests[rel].is_dir() or dests[rel].read_bytes() != p.read_bytes())]
         if differ and not overwrite:
             raise _refuse(f"accepting would replace {len(differ)} file(s) in {target}: {', '.join(differ[:5])}"
                           f"{' ...' if len(differ) > 5 else ''}", "exists", exists=differ)
         target.mkdir(parents=True, exist_ok=True)
         written, replaced, unchanged = [], [], []
         for rel, source in staged.items():
-            dest = inside(target, rel)
+            dest = dests[rel]
             if rel not in differ and dest.exists():
                 unchanged.append(rel)
                 continue

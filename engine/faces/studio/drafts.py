@@ -53,7 +53,7 @@ def view(folder: Path) -> dict[str, Any]:
     incoming: dict[str, int] = {}
     links = []
     for index, link in enumerate(draft.links):
-        src = review._src(link)
+        src = link.from_
         outgoing[src] = outgoing.get(src, 0) + 1
         incoming[link.to] = incoming.get(link.to, 0) + 1
         links.append({"index": index, "from": src, "to": link.to, "seen": link.seen, "tried": link.tried,
@@ -110,8 +110,8 @@ async def file(request: Request) -> Response:
         path = inside(studio.draft_dir, relative)
     except DraftEditRefused as exc:
         return _answer(exc)
-    top = path.relative_to(studio.draft_dir).parts[:1]
-    if path.suffix.lower() != ".png" or top[0:1] == () or top[0] not in IMAGE_FOLDERS or not path.is_file():
+    parts = path.relative_to(studio.draft_dir).parts
+    if path.suffix.lower() != ".png" or len(parts) < 2 or parts[0] not in IMAGE_FOLDERS or not path.is_file():
         return error(404, f"{relative[:200]!r} is not a frame of the draft")
     return Response(await run_in_threadpool(path.read_bytes), media_type="image/png", headers=NO_STORE)
 

@@ -55,7 +55,7 @@ def test_rename_follows_the_page_everywhere_and_refuses_bad_or_taken_names(folde
     popup = review.rename(renamed, "popup_1", "popup_news")
     assert [p.name for p in popup.popups] == ["popup_news"] and popup.pages == renamed.pages
     home = review.rename(draft, "page_main", "page_home")
-    assert home.popups[0].over == ["page_home"]
+    assert home.popups[0].over == ["page_home"] and home.start_page == "page_home"
     refused("taken", review.rename, draft, "page_1", "popup_1")  # one namespace for pages and popups
     refused("taken", review.rename, draft, "page_1", "page_2")
     for bad in ("", "1abc", "a/b", "../x", "x" * 101, None):
@@ -126,7 +126,7 @@ def test_the_folder_is_edited_only_on_the_revision_read_and_keeps_the_original(f
     refused("stale", review.edit_folder, folder, rev, lambda d: review.rename(d, "page_1", "page_a"))
     review.edit_folder(folder, now, lambda d: review.rename(d, "page_1", "page_a"))
     assert (folder / review.ORIGINAL).read_bytes() == before  # kept once, never replaced
-    assert not [p for p in folder.iterdir() if p.name.startswith(".edit-")]
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_accept_asks_before_replacing_and_writes_a_graph_that_validates(folder):
@@ -160,6 +160,10 @@ def test_accept_refuses_output_folders_outside_or_of_the_draft_itself(folder, tm
     for bad in ("../x", "/tmp/x", "evidence", "assets/x", "frames", "out_link", "a/../../x", "C:/x"):
         refused("invalid", review.accept, folder, bad)
     assert not any(outside.iterdir())
+    (folder / "mine").mkdir()
+    (folder / "mine" / "popups.yaml").symlink_to(outside / "popups.yaml")  # a file of the graph, linked out
+    refused("invalid", review.accept, folder, "mine")
+    assert not any(outside.iterdir()) and sorted(p.name for p in (folder / "mine").iterdir()) == ["popups.yaml"]
 
 
 def test_a_draft_whose_members_lead_out_is_not_written(folder):
