@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import cv2
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[3]
 GOOD = ROOT / "tests" / "data" / "graphs" / "good"
@@ -70,7 +71,9 @@ def make_draft(folder: Path) -> Path:
     path = "evidence/popup_1/0001.png"
     (folder / path).parent.mkdir(parents=True, exist_ok=True)
     assert cv2.imwrite(str(folder / path), cover)
-    popup = DraftPopup(name="popup_1", over=["page_main"], box=(300, 120, 980, 600), members=[path],
+    changed = np.argwhere(cv2.absdiff(cover, frames["page_main"][0]).max(axis=2) > 40)  # the region it covers
+    (y1, x1), (y2, x2) = changed.min(axis=0), changed.max(axis=0) + 1
+    popup = DraftPopup(name="popup_1", over=["page_main"], box=(int(x1), int(y1), int(x2), int(y2)), members=[path],
                        signatures=stable_signatures([cover], [f for group in frames.values() for f in group],
                                                     prefix="popup_1"),
                        dismiss=TapStep(type="tap", point=(930, 170), area=(900, 140, 960, 200)))

@@ -60,6 +60,8 @@ def test_open_a_draft_rename_merge_split_drop_and_accept(served, browser):  # no
         ".every(i => i.complete && i.naturalWidth === 1280)"))
     assert card(driver, "page_main").find_elements(By.CSS_SELECTOR, "svg.draft-overlay rect.sig")  # signature boxes
     assert "maybe same page" in text_of(driver, "draft-review")
+    popup = driver.find_element(By.CSS_SELECTOR, '#draft-popups li[data-popup="popup_1"]')
+    assert popup.find_elements(By.CSS_SELECTOR, "svg rect.box") and "over page_main" in popup.text
     shot(driver, "draft-panel", "draft-opened")
 
     name = card(driver, "page_1").find_element(By.CSS_SELECTOR, "input.draft-name")

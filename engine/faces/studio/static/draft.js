@@ -33,9 +33,22 @@ function showDraft(view) {
   showReview(view.review);
   $("draft-pages").replaceChildren(...view.pages.map(pageCard));
   showLinks(view.links);
-  $("draft-popups").replaceChildren(...view.popups.map((p) => el("li",
-    `${p.name} over ${p.over.join(", ") || "?"}: ${p.count} frame(s), dismissed by ${describeAction(p.dismiss) || "?"}`)));
+  $("draft-popups").replaceChildren(...view.popups.map(popupItem));
   if (!view.popups.length) $("draft-popups").append(el("li", "no popup was seen", "muted"));
+}
+
+// A popup: its first frame with its box (dashed) and signatures drawn, and how it was dismissed.
+function popupItem(popup) {
+  const li = el("li", null, "draft-popup");
+  li.dataset.popup = popup.name;
+  const stage = draftStage(popup, popup.members.length ? popup.members[0].path : null);
+  if (Array.isArray(popup.box)) {
+    const [x1, y1, x2, y2] = popup.box;
+    stage.querySelector("svg").prepend(svgEl("rect", {class: "box", x: x1, y: y1, width: x2 - x1, height: y2 - y1}));
+  }
+  li.append(stage, el("p", `${popup.name} over ${popup.over.join(", ") || "?"}: ${popup.count} frame(s), ` +
+    `dismissed by ${describeAction(popup.dismiss) || "nothing that worked"}`, "small"));
+  return li;
 }
 
 function draftStatus(text, kind) {
