@@ -33,10 +33,12 @@ ORIGINAL = "draft.yaml.orig"
 MAX_DRAFT_BYTES = 8 << 20
 """A draft.yaml larger than this is refused before it is parsed."""
 MAX_NAME = 100
-SIGN_MEMBERS = 24
-"""Frames of the page itself a Signer reads at most (spread over its members)."""
+SIGN_MEMBERS = 16
+"""Frames of the page itself a Signer reads at most (spread over its members, the first always among them)."""
 SIGN_OTHERS = 4
-"""Frames of each other page a Signer reads at most."""
+"""Frames of each other page a Signer reads at most..."""
+SIGN_OTHERS_TOTAL = 64
+"""...and of all other pages together (a frame is 2.7 MB at 1280x720: the memory of one edit stays bounded)."""
 RESERVED = frozenset({"evidence", "frames", "assets"})
 """The draft's own folders: no graph is accepted into them."""
 
@@ -281,7 +283,7 @@ def edit_folder(folder: Path, rev: str, edit: Callable[[Any], Any]) -> tuple[Any
 
 def frame_signer(folder: Path, read_frame: Callable[[Path], Any]) -> Signer:
     """A Signer over the frames of the draft in `folder` (`read_frame`: a path -> a BGR frame), reading at most
-    SIGN_MEMBERS of the page and SIGN_OTHERS of every other page."""
+    SIGN_MEMBERS of the page and SIGN_OTHERS of every other page, SIGN_OTHERS_TOTAL in all."""
     from engine.explore.signatures import stable_signatures
 
     def frames(paths: Sequence[str], most: int) -> list:
@@ -289,7 +291,8 @@ def frame_signer(folder: Path, read_frame: Callable[[Path], Any]) -> Signer:
         return [read_frame(inside(folder, p)) for p in list(paths)[::step][:most]]
 
     def sign(members: Sequence[str], others: Sequence[Sequence[str]], prefix: str, title: Any) -> list:
-        rest = [frame for group in others for frame in frames(group, SIGN_OTHERS)]
+        each = max(1, min(SIGN_OTHERS, SIGN_OTHERS_TOTAL // max(1, len(others))))
+        rest = [frame for group in others[:SIGN_OTHERS_TOTAL] for frame in frames(group, each)]
         return list(stable_signatures(frames(members, SIGN_MEMBERS), rest, prefix=prefix, title=title))
 
     return sign

@@ -171,3 +171,21 @@ def test_a_draft_whose_members_lead_out_is_not_written(folder):
     (folder / "draft.yaml").write_text(text)
     refused("invalid", review.accept, folder, "out")
     assert not (folder / "out").exists()
+
+
+def test_a_signer_reads_a_bounded_number_of_frames(folder, monkeypatch):
+    """However many frames the pages have, finding a page's signatures again reads at most SIGN_MEMBERS of it and
+    SIGN_OTHERS_TOTAL of the others, its first member always among them (write_graph cuts templates from it)."""
+    import engine.explore.signatures as signatures
+
+    read: list[str] = []
+    seen: dict = {}
+    monkeypatch.setattr(signatures, "stable_signatures", lambda members, others, **kw: seen.update(
+        members=members, others=others) or ["sig"])
+    sign = review.frame_signer(folder, lambda path: read.append(path.name) or path.name)
+    members = [f"evidence/big/{i:04d}.png" for i in range(500)]
+    others = [[f"evidence/p{p}/{i:04d}.png" for i in range(40)] for p in range(300)]
+    assert sign(members, others, "page_big", None) == ["sig"]
+    assert len(seen["members"]) <= review.SIGN_MEMBERS and seen["members"][0] == "0000.png"
+    assert len(seen["others"]) <= review.SIGN_OTHERS_TOTAL
+    assert len(read) <= review.SIGN_MEMBERS + review.SIGN_OTHERS_TOTAL
