@@ -62,6 +62,11 @@ def test_open_a_draft_rename_merge_split_drop_and_accept(served, browser):  # no
     assert "maybe same page" in text_of(driver, "draft-review")
     popup = driver.find_element(By.CSS_SELECTOR, '#draft-popups li[data-popup="popup_1"]')
     assert popup.find_elements(By.CSS_SELECTOR, "svg rect.box") and "over page_main" in popup.text
+    name = popup.find_element(By.CSS_SELECTOR, "input.draft-name")
+    name.clear()
+    name.send_keys("popup_news\n")  # Enter renames too
+    wait_for(driver, "the renamed popup", lambda d: d.find_elements(By.CSS_SELECTOR,
+                                                                     '#draft-popups li[data-popup="popup_news"]'))
     shot(driver, "draft-panel", "draft-opened")
 
     name = card(driver, "page_1").find_element(By.CSS_SELECTOR, "input.draft-name")

@@ -46,7 +46,7 @@ function popupItem(popup) {
     const [x1, y1, x2, y2] = popup.box;
     stage.querySelector("svg").prepend(svgEl("rect", {class: "box", x: x1, y: y1, width: x2 - x1, height: y2 - y1}));
   }
-  li.append(stage, el("p", `${popup.name} over ${popup.over.join(", ") || "?"}: ${popup.count} frame(s), ` +
+  li.append(renameRow(popup.name), stage, el("p", `over ${popup.over.join(", ") || "?"}: ${popup.count} frame(s), ` +
     `dismissed by ${describeAction(popup.dismiss) || "nothing that worked"}`, "small"));
   return li;
 }
@@ -98,6 +98,20 @@ function signatureLine(sig, i) {
     `${fmtBox(sig.area)} ${what || ""}`, `sig ${sig.type}`);
 }
 
+// The name of a page or popup, editable: Rename (or Enter) renames it everywhere the draft names it.
+function renameRow(old) {
+  const row = el("div", null, "row draft-head");
+  const name = el("input", null, "draft-name");
+  name.value = old;
+  name.setAttribute("aria-label", `new name for ${old}`);
+  const rename = el("button", "Rename", "draft-rename");
+  rename.type = "button";
+  rename.addEventListener("click", () => edit("rename", {old, new: name.value.trim()}));
+  name.addEventListener("keydown", (event) => { if (event.key === "Enter") rename.click(); });
+  row.append(name, rename);
+  return row;
+}
+
 function pageCard(page) {
   const card = el("article", null, "draft-page");
   card.dataset.page = page.name;
@@ -106,15 +120,8 @@ function pageCard(page) {
   if (!page.members.some((m) => m.path === draft.shown[page.name])) draft.shown[page.name] = page.members.length ?
     page.members[0].path : null;
 
-  const head = el("div", null, "row draft-head");
-  const name = el("input", null, "draft-name");
-  name.value = page.name;
-  name.setAttribute("aria-label", `new name for ${page.name}`);
-  const rename = el("button", "Rename", "draft-rename");
-  rename.type = "button";
-  rename.addEventListener("click", () => edit("rename", {old: page.name, new: name.value.trim()}));
-  name.addEventListener("keydown", (event) => { if (event.key === "Enter") rename.click(); });
-  head.append(name, rename, el("span", [page.title ? `“${page.title}”` : "no title read", `${page.count} frame(s)`,
+  const head = renameRow(page.name);
+  head.append(el("span", [page.title ? `“${page.title}”` : "no title read", `${page.count} frame(s)`,
     `${page.visits} visit(s)`, `links ${page.links_out} out, ${page.links_in} in`, page.loading ? "loading" : ""]
     .filter(Boolean).join(" · "), "muted small"));
 
