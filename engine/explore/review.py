@@ -52,6 +52,12 @@ def _refuse(message: str, reason: str, **extra: Any) -> DraftEditRefused:
     return DraftEditRefused(message, reason, **extra)
 
 
+def _shown(value: Any) -> str:
+    """A name from a request as a message shows it: quoted, and cut short (a body may hold a megabyte of it)."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 # --------------------------------------------------------------------------------------------------- looking up
 
 
@@ -59,7 +65,7 @@ def page_of(draft: Any, name: str) -> Any:
     for page in draft.pages:
         if page.name == name:
             return page
-    raise _refuse(f"the draft has no page {name!r}", "unknown")
+    raise _refuse(f"the draft has no page {_shown(name)}", "unknown")
 
 
 def taken(draft: Any) -> set[str]:
@@ -70,7 +76,7 @@ def taken(draft: Any) -> set[str]:
 def check_name(draft: Any, name: Any) -> str:
     """`name` as a new page or popup name, or DraftEditRefused (invalid: not the graph's name rule; taken)."""
     if not isinstance(name, str) or not name or len(name) > MAX_NAME or not re.match(NAME_PATTERN, name):
-        raise _refuse(f"{str(name)[:120]!r} is not a name the graph takes (a letter or _, then letters, digits, "
+        raise _refuse(f"{_shown(name)} is not a name the graph takes (a letter or _, then letters, digits, "
                       f"_ . -; at most {MAX_NAME})", "invalid")
     if name in taken(draft):
         raise _refuse(f"{name!r} is already a page or popup of the draft", "taken")
@@ -185,7 +191,7 @@ def split(draft: Any, name: str, frames: Sequence[str], new: str, signer: Signer
     chosen = list(dict.fromkeys(frames))
     unknown = [f for f in chosen if f not in page.members]
     if unknown:
-        raise _refuse(f"{unknown[0]!r} is not a frame of {name!r}", "unknown")
+        raise _refuse(f"{_shown(unknown[0])} is not a frame of {name!r}", "unknown")
     rest = [m for m in page.members if m not in chosen]
     if not chosen or not rest:
         raise _refuse(f"a split needs some of {name!r}'s frames on each side ({len(chosen)} of "
@@ -215,11 +221,11 @@ def _review_item(kind: str, pages: list[str], note: str) -> Any:
 def drop_link(draft: Any, index: int, src: str, dst: str) -> Any:
     """Link number `index` (which must still lead from `src` to `dst`) removed."""
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(draft.links):
-        raise _refuse(f"the draft has no link number {index!r} ({len(draft.links)} links)", "unknown")
+        raise _refuse(f"the draft has no link number {_shown(index)} ({len(draft.links)} links)", "unknown")
     link = draft.links[index]
     if (link.from_, link.to) != (src, dst):
-        raise _refuse(f"link {index} leads from {link.from_} to {link.to}, not from {src} to {dst}: reload the draft",
-                      "stale")
+        raise _refuse(f"link {index} leads from {link.from_} to {link.to}, not from {_shown(src)} to {_shown(dst)}: "
+                      f"reload the draft", "stale")
     links = [kept for i, kept in enumerate(draft.links) if i != index]
     still = any(k.from_ == src and k.to == dst for k in links)
     review = [r for r in draft.review if still or not (r.kind == "link_seen_once" and list(r.pages) == [src, dst])]
@@ -235,11 +241,11 @@ def inside(folder: Path, relative: str) -> Path:
     text = str(relative).replace("\\", "/")
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if text.startswith("/") or re.match(r"^[A-Za-z]:", text) or "\x00" in text or ".." in parts:
-        raise _refuse(f"{text[:200]!r} is not a path inside the draft folder", "invalid")
+        raise _refuse(f"{_shown(text)} is not a path inside the draft folder", "invalid")
     base = folder.resolve()
     target = base.joinpath(*parts).resolve()
     if target != base and not target.is_relative_to(base):
-        raise _refuse(f"{text[:200]!r} leads outside the draft folder", "invalid")
+        raise _refuse(f"{_shown(text)} leads outside the draft folder", "invalid")
     return target
 
 
@@ -317,9 +323,9 @@ def output_folder(folder: Path, out: str) -> Path:
     target = inside(folder, out)
     relative = target.relative_to(folder.resolve()).parts
     if relative and relative[0] in RESERVED:
-        raise _refuse(f"{out!r} is the draft's own {relative[0]}/ folder: choose another", "invalid")
+        raise _refuse(f"{_shown(out)} is the draft's own {relative[0]}/ folder: choose another", "invalid")
     if target.exists() and not target.is_dir():
-        raise _refuse(f"{out!r} is a file, not a folder", "invalid")
+        raise _refuse(f"{_shown(out)} is a file, not a folder", "invalid")
     return target
 
 

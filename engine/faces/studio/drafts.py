@@ -27,6 +27,8 @@ NO_DRAFT = "no draft is open: start the studio with --draft DIR (a folder `pytho
 MEMBERS_SHOWN = 60
 """Member frames listed per page at most (the count says how many it has)."""
 IMAGE_FOLDERS = ("evidence", "frames", "assets")
+MAX_IMAGE_BYTES = 32 << 20
+"""A PNG of the draft larger than this is not served (a frame at 1280x720 is a few MB at most)."""
 STATUS = {"unknown": 404, "invalid": 400, "taken": 409, "stale": 409, "exists": 409}
 """DraftEditRefused.reason -> HTTP status."""
 
@@ -113,6 +115,8 @@ async def file(request: Request) -> Response:
     parts = path.relative_to(studio.draft_dir).parts
     if path.suffix.lower() != ".png" or len(parts) < 2 or parts[0] not in IMAGE_FOLDERS or not path.is_file():
         return error(404, f"{relative[:200]!r} is not a frame of the draft")
+    if path.stat().st_size > MAX_IMAGE_BYTES:
+        return error(413, f"{relative[:200]!r} is over {MAX_IMAGE_BYTES >> 20} MiB")
     return Response(await run_in_threadpool(path.read_bytes), media_type="image/png", headers=NO_STORE)
 
 
