@@ -5,6 +5,7 @@
     │   ├── GraphError         one or more problems in a graph folder (carries the list of Problems)
     │   ├── YamlError          a YAML file could not be read cleanly (carries the list of Problems)
     │   ├── ProposalRefused    a learned popup's signature fires on frames of known pages (carries the frames)
+    │   ├── DraftEditRefused   an edit of an explorer's draft cannot be made as asked (carries reason, exists)
     │   └── ScheduleError      the schedule's database cannot be used (corrupt, locked, newer), or a device is
     │       │                  already driven by another scheduler (carries path, device)
     │       └── ScheduleUnreachable  the schedule's database server does not answer (workers wait and retry)
@@ -243,6 +244,22 @@ class ProposalRefused(ConfigError):
     def __init__(self, message: str, fired: list) -> None:
         super().__init__(message)
         self.fired = fired
+
+
+class DraftEditRefused(ConfigError):
+    """An edit of an explorer's draft (engine.explore.review) cannot be made as asked; nothing was changed.
+
+    ``reason`` says why, in a word a caller can map: ``unknown`` (no such page, link or frame), ``invalid`` (a bad
+    name or request), ``taken`` (the name is in use), ``stale`` (the draft changed since it was read), ``exists``
+    (accepting would replace files: ``exists`` lists them, relative to the output folder).
+    """
+
+    status = "refused"
+
+    def __init__(self, message: str, reason: str, *, exists: list | None = None, **context: object) -> None:
+        super().__init__(message, **context)
+        self.reason = reason
+        self.exists = list(exists or [])
 
 
 class AgentUnavailable(PersistentDeviceError):

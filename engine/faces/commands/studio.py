@@ -37,6 +37,20 @@ def _bind(number: int) -> socket.socket:
     return sock
 
 
+def _draft_folder(value: str | None) -> Path | None:
+    """The --draft folder, which must hold an explorer's draft.yaml (ConfigError: exit 2)."""
+    if value is None:
+        return None
+    from engine.core.errors import ConfigError
+    from engine.explore.review import DRAFT_FILE
+
+    folder = Path(value)
+    if not (folder / DRAFT_FILE).is_file():
+        raise ConfigError(f"--draft {value}: no {DRAFT_FILE} there (a folder `python -m engine explore --out` "
+                          f"wrote)")
+    return folder.resolve()
+
+
 def _server_class(uvicorn):
     class StudioServer(uvicorn.Server):
         """A uvicorn server that ends the event streams as soon as it is told to stop (Ctrl+C), so open pages
@@ -60,6 +74,7 @@ def _serve(args: argparse.Namespace) -> int:
     from engine.runtime.session import open_session
 
     check_session_arguments(args)
+    draft = _draft_folder(args.draft)
     home = studio_home(args.graph)
     transcript = Path(args.transcript) if args.transcript else home
     captures = Path(args.captures) if args.captures else transcript / "captures"
@@ -70,7 +85,7 @@ def _serve(args: argparse.Namespace) -> int:
         adb_port=args.adb_port, providers=outside_tasks(args),
     )
     app = create_app(session, graph_dir=args.graph, assets_dir=args.assets, transcript_dir=transcript,
-                     captures_dir=captures)
+                     captures_dir=captures, draft_dir=draft)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="off", access_log=False)
     server = _server_class(uvicorn)(config, app.state.studio.closing.set)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
@@ -92,6 +107,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: a free one)")
     parser.add_argument("--captures", metavar="DIR",
                         help="folder for captured and uploaded frames (default: the transcript folder's captures/)")
+    parser.add_argument("--draft", metavar="DIR",
+                        help="an explorer's draft folder to review in the Draft panel (rename, merge, split, "
+                             "drop links, accept as graph YAML)")
     parser.set_defaults(handler=_serve)
     parser.epilog = ("The transcript folder defaults to $ENGINE_HOME/<game>/studio (else "
                      "~/.local/share/engine/<game>/studio), so the transcript and bundle views have something.")

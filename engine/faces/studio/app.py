@@ -73,6 +73,22 @@ The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in fram
                                  the graph would not load
     POST /api/proposals/{name}/reject  -> {rejected}: moved to proposals/rejected/
                                  (an unknown proposal is a 404, a name that is not one a 400)
+    GET  /api/draft             the draft opened with --draft (engine.faces.studio.drafts): {folder, rev, game,
+                                 server, resolution, made, pages: [{name, title, visits, loading, members: [{path,
+                                 url}], count, signatures, links_out, links_in}], links: [{index, from, to, action,
+                                 seen, tried}], popups, loading, review: [{kind, pages, note}], original}; without
+                                 one {folder: null, note}
+    GET  /api/draft/files/{path}  a PNG below the draft's evidence/, frames/ or assets/
+    POST /api/draft/rename {rev, old, new}, /api/draft/merge {rev, keep, other}, /api/draft/split {rev, page,
+                                 frames: [path...], name}, /api/draft/drop-link {rev, index, from, to}
+                                 -> the draft as GET shows it, with `did`; refused with {error, reason}: 404
+                                 (unknown page, link or frame), 400 (invalid), 409 (taken name; stale: rev is not
+                                 the draft's revision any more)
+    POST /api/draft/accept {rev, out, overwrite}  -> {folder, written, unchanged, replaced: [{path, backup}],
+                                 validate: {ok, summary, problems}}: graph YAML and its pack written into `out`
+                                 below the draft folder ("" the folder itself); 409 {error, reason: exists,
+                                 exists: [files]} when a different file is there and overwrite is not true (with
+                                 it, the old file is kept beside the new one as NAME.<time>.bak)
 """
 
 from __future__ import annotations
@@ -93,7 +109,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from engine.core.errors import PathRefused
-from engine.faces.studio import authoring, live, proposals, recognition, schedule
+from engine.faces.studio import authoring, drafts, live, proposals, recognition, schedule
 from engine.faces.studio.recognition import StepFrames
 from engine.faces.studio.replies import Shield, error
 from engine.faces.studio.runs import EventBus, GotoRunner
@@ -129,6 +145,10 @@ class Studio:
     steps: StepFrames = field(default_factory=StepFrames)
     """The frames of a run's last looks, for the recognition view."""
     svg_cache: dict = field(default_factory=dict)
+    draft_dir: Path | None = None
+    """The explorer's draft folder under review (--draft), or None."""
+    drafting: threading.Lock = field(default_factory=threading.Lock)
+    """Held while the draft is edited or accepted: one edit at a time."""
 
     @property
     def tools(self) -> Any:
@@ -218,11 +238,19 @@ def routes() -> list[Route]:
         Route("/api/proposals/{name}/reject", proposals.reject_one, methods=["POST"]),
         Route("/api/proposals/{name}/frame.png", proposals.frame_png),
         Route("/api/proposals/{name}/crop.png", proposals.crop_png),
+        Route("/api/draft", drafts.show),
+        Route("/api/draft/files/{path:path}", drafts.file),
+        Route("/api/draft/rename", drafts.rename, methods=["POST"]),
+        Route("/api/draft/merge", drafts.merge, methods=["POST"]),
+        Route("/api/draft/split", drafts.split, methods=["POST"]),
+        Route("/api/draft/drop-link", drafts.drop_link, methods=["POST"]),
+        Route("/api/draft/accept", drafts.accept, methods=["POST"]),
     ]
 
 
 def create_app(session: Any, *, graph_dir: str | Path | None = None, assets_dir: str | Path | None = None,
-               transcript_dir: str | Path | None = None, captures_dir: str | Path) -> Starlette:
+               transcript_dir: str | Path | None = None, captures_dir: str | Path,
+               draft_dir: str | Path | None = None) -> Starlette:
     """The studio over an open session (engine.runtime.session.open_session).
 
     Args:
@@ -232,6 +260,7 @@ def create_app(session: Any, *, graph_dir: str | Path | None = None, assets_dir:
             cut into it when it is in the project's layout, else into ``captures_dir/pack``.
         transcript_dir: the session's transcript folder (its transcript.jsonl and error_bundles/), or None.
         captures_dir: where captured and uploaded frames go (created).
+        draft_dir: an explorer's draft folder to review (engine.faces.studio.drafts), or None.
     """
     from engine.core.paths import builtin_graph_dir
 
@@ -244,7 +273,8 @@ def create_app(session: Any, *, graph_dir: str | Path | None = None, assets_dir:
     studio = Studio(session=session, graph_dir=graph_root.resolve(),
                     pack_dir=authoring.pack_folder(assets, captures),
                     transcript_dir=Path(transcript_dir).resolve() if transcript_dir is not None else None,
-                    captures_dir=captures, assets_dir=assets)
+                    captures_dir=captures, assets_dir=assets,
+                    draft_dir=Path(draft_dir).resolve() if draft_dir is not None else None)
     if studio.transcript_dir is not None:
         studio.steps = StepFrames(folder=studio.transcript_dir / "steps")  # steps of earlier sessions stay choosable
     studio.runner = GotoRunner(session.tools, studio.bus, session.navigator, recognition.look_keeper(studio))

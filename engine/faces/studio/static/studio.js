@@ -1,6 +1,7 @@
 // The graph studio page: plain JavaScript against the JSON API listed in engine/faces/studio/app.py. This file holds
 // the helpers, the message log, the live view, the graph and its runs, the transcript and the error bundles;
-// authoring.js, recognize.js and proposals.js hold one panel each and are loaded before it.
+// authoring.js, recognize.js, proposals.js and draft.js hold one panel each (loaded after it, called once the page is
+// loaded).
 // Every piece of text from the server reaches the page through textContent, never innerHTML; the one exception is
 // the graph's SVG, which our own server draws with graphviz and which is parsed as XML (its scripts never run).
 "use strict";
@@ -406,6 +407,7 @@ function wire() {
   $("graph-zoom-in").addEventListener("click", () => zoom(1.25));
   $("graph-zoom-out").addEventListener("click", () => zoom(0.8));
   $("graph-reload").addEventListener("click", loadGraph);
+  wireDraft();
 }
 
 async function start() {
@@ -423,6 +425,7 @@ async function start() {
   loadTranscript();
   loadBundles();
   loadProposals();
+  loadDraft();
   loadSchedule();
   loadFrameList();
   loadSteps();
