@@ -49,15 +49,15 @@ def strongly_connected(graph: Any) -> list[str]:
     return best
 
 
-def confirm(sim: Any, truth: Truth) -> tuple[str | None, str]:
-    """(the truth observer's page on what the game shows now, the simulator's own page) after a goto."""
+def confirm(sim: Any, truth: Truth) -> tuple[str | None, dict]:
+    """(the truth observer's page on what the game shows now, what the simulator says it shows) after a goto."""
     seen = None
     for _ in range(BLACK_RETRIES):  # a scenario's black frame is the capture failing, not the game moving
         obs = truth.observer.observe(sim.game.frame())
         if not obs.black_frame:
             seen = obs.page
             break
-    return seen, sim.game.truth()["page"]
+    return seen, sim.game.truth()
 
 
 def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None], *, n: int = 200, seed: int = 0,
@@ -96,7 +96,7 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
                 expected = page_of[target]
                 arrived = expected is not None and seen == expected
                 outcomes.append({"target": target, "expected": expected, "ok": result.ok, "status": result.status,
-                                 "seen": seen, "sim": real, "arrived": arrived,
+                                 "seen": seen, "sim": real["page"], "popups": real["popups"], "arrived": arrived,
                                  "false_success": result.ok and not arrived})
         finally:
             session.close()
@@ -107,7 +107,7 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
         "false_successes": sum(o["false_success"] for o in outcomes),
         "false_success_examples": [(o["target"], o["expected"], o["seen"]) for o in outcomes
                                    if o["false_success"]][:5],
-        "failures": sorted({(o["target"], o["status"]) for o in outcomes if not o["ok"]})[:10],
+        "failures": [(o["target"], o["status"], o["sim"], o["popups"]) for o in outcomes if not o["ok"]][:10],
         "observer_disagrees_with_sim": sum(o["seen"] != o["sim"] for o in outcomes),
         "wall_s": round(time.perf_counter() - wall, 1),
         "virtual_s": round(clock.now() - 1000.0, 1),
