@@ -22,7 +22,7 @@ log = logging.getLogger("engine")
 
 # Each module in engine/commands registers its subcommands; a module that is not there yet is skipped.
 COMMAND_MODULES = ("graph", "sim", "device", "observe", "assets", "nav", "tools", "agent", "studio", "proposals",
-                   "schedule")
+                   "schedule", "explore")
 
 BAD_PATH_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, FileExistsError)
 """OS errors that mean the path the user gave is wrong (exit 2), not that the run failed."""

@@ -1,0 +1,270 @@
+"""What exploring has learnt so far: pages as clusters of frames, popups over them, loading screens, and what each
+action taken from a page led to.
+
+The atlas is a function of the recording: ``absorb(action, frame)`` is all that changes it, live or when a recording
+is replayed to resume. A frame joins the page whose members it matches best (engine.explore.sketch.SAME_PAGE of its
+cells at least); a frame that is a known page under a compact changed box is a popup over it; a frame that changed by
+itself, without input, is a loading screen; anything else is a new page.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.explore.sketch import SAME_PAGE, Cover, Sketch, cell_match, cover, similarity
+
+Area = tuple[int, int, int, int]
+KEEP_SKETCHES = 8
+"""Sketches kept per page to match new frames against (the first ones, then every one that matched less well)."""
+KEEP_MEMBERS = 6
+"""Member frames kept per page as evidence."""
+
+
+def action_key(action: dict[str, Any]) -> str:
+    """A stable name for an action, the key of what it led to."""
+    kind = action.get("type")
+    if kind == "tap":
+        return f"tap:{action['point'][0]},{action['point'][1]}"
+    if kind == "swipe":
+        return f"swipe:{action['start'][0]},{action['start'][1]}>{action['end'][0]},{action['end'][1]}"
+    if kind == "key":
+        return f"key:{action['key']}"
+    return str(kind)
+
+
+@dataclass
+class PageNode:
+    id: int
+    sketches: list[Sketch] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    visits: int = 0
+    loading: bool = False
+    """A loading screen: it changed into another screen by itself."""
+    slow: bool = False
+    """Reached through a loading screen at least once."""
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    """Candidate actions, in the order they are tried (set on the first visit)."""
+    tried: Counter = field(default_factory=Counter)
+    results: dict[str, Counter] = field(default_factory=dict)
+    """action key -> Counter of outcomes: ('page', id), ('popup', id), ('same',), ('lost',)."""
+    name: str | None = None
+    title: tuple[Area, str] | None = None
+
+
+@dataclass
+class PopupNode:
+    id: int
+    box: Area
+    over: set[int] = field(default_factory=set)
+    sketches: list[Sketch] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    dismiss: dict[str, Any] | None = None
+    tried: Counter = field(default_factory=Counter)
+    opened_by: set[tuple[int, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Here:
+    """Where the explorer is: a page, a popup over a page, a loading screen, or nowhere known."""
+
+    kind: str  # page | popup | loading | none
+    page: int | None = None
+    popup: int | None = None
+
+    def outcome(self) -> tuple:
+        if self.kind == "popup":
+            return ("popup", self.popup)
+        if self.kind in ("page", "loading"):
+            return ("page", self.page)
+        return ("lost",)
+
+
+NOWHERE = Here("none")
+
+
+def _box_match(a: Area, b: Area) -> float:
+    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union else 0.0
+
+
+def _inside_similarity(a: Sketch, b: Sketch, box: Area) -> float:
+    c1, r1, c2, r2 = box[0] // a.cell, box[1] // a.cell, max(box[0] // a.cell + 1, box[2] // a.cell), \
+        max(box[1] // a.cell + 1, box[3] // a.cell)
+    same = cell_match(a, b)[r1:r2, c1:c2]
+    return float(same.mean()) if same.size else 0.0
+
+
+class Atlas:
+    def __init__(self) -> None:
+        self.pages: list[PageNode] = []
+        self.popups: list[PopupNode] = []
+        self.here: Here = NOWHERE
+        self.start: int | None = None
+        self._last: tuple[int, str] | None = None
+        """The page and action that led to the current screen (moved on when a loading screen resolves)."""
+        self.changes = 0
+        """How often something new was learnt (a page, a popup, a link outcome not seen before)."""
+
+    # ------------------------------------------------------------------ classifying a frame
+
+    def best_page(self, sk: Sketch) -> tuple[int | None, float]:
+        best, score = None, 0.0
+        for page in self.pages:
+            for member in page.sketches:
+                s = similarity(sk, member)
+                if s > score:
+                    best, score = page.id, s
+        return best, score
+
+    def classify(self, sk: Sketch) -> tuple[str, int | None, Cover | None]:
+        """('page' | 'loading', page id, None), ('popup', over page id, cover) or ('new', None, None)."""
+        best, score = self.best_page(sk)
+        if best is not None and score >= SAME_PAGE:
+            return ("loading" if self.pages[best].loading else "page"), best, None
+        covers = []
+        for page in self.pages:
+            if page.loading or not page.sketches:
+                continue
+            found = cover(sk, page.sketches[0])
+            if found is not None:
+                covers.append((found.rest, -(found.box[2] - found.box[0]) * (found.box[3] - found.box[1]), page.id,
+                               found))
+        if covers:
+            covers.sort(reverse=True)
+            return "popup", covers[0][2], covers[0][3]
+        return "new", None, None
+
+    def _popup_for(self, sk: Sketch, over: int, found: Cover, frame_path: str | None) -> PopupNode:
+        for popup in self.popups:
+            if _box_match(popup.box, found.box) >= 0.6 and any(
+                    _inside_similarity(sk, m, found.box) >= 0.8 for m in popup.sketches):
+                break
+        else:
+            popup = PopupNode(len(self.popups), found.box)
+            self.popups.append(popup)
+            self.changes += 1
+        popup.over.add(over)
+        if len(popup.sketches) < KEEP_SKETCHES:
+            popup.sketches.append(sk)
+        if frame_path and len(popup.members) < KEEP_MEMBERS:
+            popup.members.append(frame_path)
+        return popup
+
+    def _page_for(self, sk: Sketch, kind: str, page_id: int | None, frame_path: str | None) -> PageNode:
+        if kind == "new":
+            page = PageNode(len(self.pages))
+            self.pages.append(page)
+            self.changes += 1
+        else:
+            page = self.pages[page_id]
+        if len(page.sketches) < KEEP_SKETCHES and (
+                not page.sketches or max(similarity(sk, m) for m in page.sketches) < 0.97):
+            page.sketches.append(sk)
+        if frame_path and len(page.members) < KEEP_MEMBERS:
+            page.members.append(frame_path)
+        return page
+
+    # ------------------------------------------------------------------ learning from one step
+
+    def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,
+               transients: list[tuple[Sketch, str | None]] = ()) -> Here:
+        """Learn from `action` having led to the frame `sk` (after `transients`, screens that came and went by
+        themselves: loading screens); returns where the explorer is now."""
+        for t_sk, t_path in transients:
+            self.loading_screen(t_sk, t_path)
+        prev = self.here
+        kind, page_id, found = self.classify(sk)
+        if kind == "popup":
+            popup = self._popup_for(sk, page_id, found, frame_path)
+            now = Here("popup", page_id, popup.id)
+        else:
+            page = self._page_for(sk, kind, page_id, frame_path)
+            now = Here("loading" if page.loading else "page", page.id)
+        kind_of = action.get("type")
+        if kind_of == "restart":
+            if now.kind == "page" and self.start is None:
+                self.start = now.page
+            self._last = None
+        elif kind_of == "screenshot":
+            if prev.kind == "page" and now != prev and now.kind == "page" and self.pages[prev.page].visits <= 1:
+                self._became_loading(prev.page, now.page)
+        elif prev.kind == "page":
+            key = action_key(action)
+            node = self.pages[prev.page]
+            node.tried[key] += 1
+            outcome = ("same",) if now == prev else now.outcome()
+            seen = node.results.setdefault(key, Counter())
+            if outcome not in seen:
+                self.changes += 1
+            seen[outcome] += 1
+            if now.kind == "popup":
+                self.popups[now.popup].opened_by.add((prev.page, key))
+            self._last = (prev.page, key)
+        elif prev.kind == "popup":
+            popup = self.popups[prev.popup]
+            popup.tried[action_key(action)] += 1
+            if now.kind == "page" and now.page in popup.over and popup.dismiss is None:
+                popup.dismiss = dict(action)
+                self.changes += 1
+        if now.kind == "page" and (prev.kind != "page" or prev.page != now.page):
+            self.pages[now.page].visits += 1
+            if transients:
+                self.pages[now.page].slow = True
+        self.here = now
+        return now
+
+    def loading_screen(self, sk: Sketch, frame_path: str | None) -> None:
+        """A screen seen changing by itself: a loading screen (a new one, or a page now known to be one)."""
+        kind, page_id, _ = self.classify(sk)
+        if kind == "popup":
+            return
+        page = self._page_for(sk, "new" if kind == "new" else "page", page_id, frame_path)
+        if not page.loading and page.visits <= 1:
+            page.loading = True
+
+    def _became_loading(self, page_id: int, now: int) -> None:
+        """The page the explorer stood on changed without input: it was a loading screen, and the action that led
+        to it led to where it went."""
+        node = self.pages[page_id]
+        node.loading = True
+        self.pages[now].slow = True
+        if self._last is not None:
+            src, key = self._last
+            counter = self.pages[src].results.get(key)
+            if counter is not None and counter[("page", page_id)] > 0:
+                counter[("page", page_id)] -= 1
+                if counter[("page", page_id)] <= 0:
+                    del counter[("page", page_id)]
+                counter[("page", now)] += 1
+
+    # ------------------------------------------------------------------ reading what was learnt
+
+    def outcome(self, page_id: int, key: str) -> tuple | None:
+        """The most frequent outcome of `key` from page `page_id` (None if never tried)."""
+        counter = self.pages[page_id].results.get(key)
+        if not counter:
+            return None
+        return counter.most_common(1)[0][0]
+
+    def links(self) -> list[tuple[int, dict[str, Any], int, int, int]]:
+        """(from, action, to, seen, tried) for every action whose most frequent outcome is another page."""
+        out = []
+        for page in self.pages:
+            if page.loading:
+                continue
+            by_key = {action_key(a): a for a in page.actions}
+            for key, counter in page.results.items():
+                best = counter.most_common(1)[0][0]
+                if best[0] == "page" and best[1] != page.id and not self.pages[best[1]].loading \
+                        and key in by_key:
+                    out.append((page.id, by_key[key], best[1], counter[best], page.tried[key]))
+        return out
+
+    def live_pages(self) -> list[PageNode]:
+        return [p for p in self.pages if not p.loading]
+

@@ -1,0 +1,78 @@
+"""The effect of an action, seen from outside: wait until the screen stops changing, and keep the screens that came
+and went by themselves on the way (loading screens).
+
+A screen counts as settled when it has not changed for `quiet` seconds (longer for a screen never seen before, so a
+slow loading screen is not taken for a page, and never while it is a known loading screen); the whole wait is
+bounded by `longest`. Black frames and transient device errors are looked past, up to the same bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from engine.core.errors import BlackFrame, DeviceError
+from engine.explore.sketch import Sketch, changed, sketch
+
+log = logging.getLogger(__name__)
+
+POLL = 0.2
+QUIET = 0.6
+QUIET_NEW = 1.6
+TRANSIENT = 0.8
+"""A screen that stayed this long and then changed by itself was a loading screen, not an animation frame."""
+LONGEST = 30.0
+
+
+@dataclass
+class Settled:
+    frame: np.ndarray | None
+    sketch: Sketch | None
+    transients: list[tuple[np.ndarray, Sketch]] = field(default_factory=list)
+    moved: bool = False
+    timed_out: bool = False
+    black: int = 0
+
+
+def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
+           known: Callable[[Sketch], bool] = lambda sk: True,
+           loading: Callable[[Sketch], bool] = lambda sk: False,
+           sleep: Callable[[float], object] = time.sleep, clock: Callable[[], float] = time.monotonic,
+           quiet: float = QUIET, quiet_new: float = QUIET_NEW, longest: float = LONGEST) -> Settled:
+    """Look until the screen holds still; the last frame, and the loading screens seen on the way."""
+    start = clock()
+    out = Settled(None, None)
+    held_since = start
+    held_frame: np.ndarray | None = None
+    while True:
+        now = clock()
+        try:
+            frame = look()
+        except BlackFrame:
+            out.black += 1
+            frame = None
+        except DeviceError as exc:
+            log.debug("screenshot failed while settling: %s", exc)
+            frame = None
+        if frame is not None:
+            sk = sketch(frame)
+            if out.sketch is None or changed(sk, out.sketch):
+                if out.sketch is not None and held_frame is not None and now - held_since >= TRANSIENT \
+                        and (before is None or changed(out.sketch, before)):
+                    out.transients.append((held_frame, out.sketch))
+                if before is None or changed(sk, before):
+                    out.moved = True
+                out.frame, out.sketch, held_frame, held_since = frame, sk, frame, now
+            else:
+                out.frame = frame
+                wait = quiet if known(sk) else quiet_new
+                if now - held_since >= wait and not loading(sk):
+                    return out
+        if now - start >= longest:
+            out.timed_out = True
+            return out
+        sleep(POLL)

@@ -1,0 +1,127 @@
+"""Frame similarity by structure, not by pixel hashes: a frame's sketch is a grid of cells, each a mean colour and a
+small grayscale thumbnail, and two frames are compared cell by cell.
+
+A counter that changes, a blinking dot or an animated mascot changes a few cells; another page changes most of
+them; a popup changes a compact box and leaves the rest the same or uniformly dimmed (``cover``). Nothing here
+knows a game: the grid follows the frame's own shape (square cells, 16 along the longer side).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+CELLS_LONG = 16
+THUMB = 8
+COLOUR_TOLERANCE = 22.0
+"""Largest per-channel difference of two cells' mean colours that still counts as the same cell."""
+THUMB_TOLERANCE = 12.0
+"""Largest mean absolute difference of two cells' 8x8 gray thumbnails that still counts as the same cell."""
+SAME_PAGE = 0.82
+"""Share of matching cells above which two frames show one page."""
+DIM_BELOW = 0.85
+"""A rest of screen this much darker than the reference (or more) is a dimmed backdrop: a popup is up."""
+
+Area = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, eq=False)
+class Sketch:
+    """A frame reduced to its grid: `colour` (rows, cols, 3) mean BGR, `thumbs` (rows, cols, T*T) gray
+    thumbnails, `flat` (rows, cols) the gray standard deviation inside each cell."""
+
+    size: tuple[int, int]
+    cell: int
+    colour: np.ndarray
+    thumbs: np.ndarray
+    flat: np.ndarray
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """(cols, rows)."""
+        return self.colour.shape[1], self.colour.shape[0]
+
+    def cell_area(self, col: int, row: int) -> Area:
+        w, h = self.size
+        return col * self.cell, row * self.cell, min(w, (col + 1) * self.cell), min(h, (row + 1) * self.cell)
+
+
+def cell_size(size: tuple[int, int]) -> int:
+    return max(8, max(size) // CELLS_LONG)
+
+
+def sketch(frame: np.ndarray) -> Sketch:
+    """The sketch of a BGR frame (cells along the edges that do not fill a whole cell are left out)."""
+    h, w = frame.shape[:2]
+    cell = cell_size((w, h))
+    cols, rows = max(1, w // cell), max(1, h // cell)
+    used = frame[:rows * cell, :cols * cell]
+    colour = cv2.resize(used, (cols, rows), interpolation=cv2.INTER_AREA).astype(np.float32)
+    gray = cv2.cvtColor(used, cv2.COLOR_BGR2GRAY)
+    small = cv2.resize(gray, (cols * THUMB, rows * THUMB), interpolation=cv2.INTER_AREA).astype(np.float32)
+    thumbs = small.reshape(rows, THUMB, cols, THUMB).transpose(0, 2, 1, 3).reshape(rows, cols, THUMB * THUMB)
+    g = gray.astype(np.float32).reshape(rows, cell, cols, cell)
+    flat = g.std(axis=(1, 3))
+    return Sketch((w, h), cell, colour, thumbs, flat)
+
+
+def cell_match(a: Sketch, b: Sketch, gain: float = 1.0) -> np.ndarray:
+    """(rows, cols) booleans: where `a` shows what `b` shows (times `gain`: b dimmed by a backdrop)."""
+    if a.colour.shape != b.colour.shape:
+        return np.zeros(a.colour.shape[:2], bool)
+    colour = np.abs(a.colour - b.colour * gain).max(axis=2) <= COLOUR_TOLERANCE * max(gain, 0.5)
+    thumbs = np.abs(a.thumbs - b.thumbs * gain).mean(axis=2) <= THUMB_TOLERANCE * max(gain, 0.5)
+    return colour & thumbs
+
+
+def similarity(a: Sketch, b: Sketch) -> float:
+    """Share of cells that match (0..1)."""
+    return float(cell_match(a, b).mean())
+
+
+def changed(a: Sketch, b: Sketch) -> bool:
+    """Whether `a` and `b` differ in any cell beyond the tolerance (the screen moved)."""
+    return not bool(cell_match(a, b).all())
+
+
+@dataclass(frozen=True)
+class Cover:
+    """What covers a reference frame: the changed box, the backdrop's gain and the share of the rest unchanged."""
+
+    box: Area
+    gain: float
+    rest: float
+
+
+def cover(frame: Sketch, reference: Sketch) -> Cover | None:
+    """A popup over `reference`: a compact changed box, the rest the same up to one dimming gain (a panel over a
+    dimmed page), or None when `frame` is not the reference page covered."""
+    if frame.colour.shape != reference.colour.shape:
+        return None
+    ref_gray = reference.colour.mean(axis=2)
+    gray = frame.colour.mean(axis=2)
+    lit = ref_gray > 24
+    if lit.mean() < 0.3:
+        return None
+    gain = float(np.median(gray[lit] / ref_gray[lit]))
+    if not 0.15 <= gain <= 1.1:
+        return None
+    same = cell_match(frame, reference, gain)
+    diff = ~same
+    if not diff.any():
+        return None
+    rows, cols = np.nonzero(diff)
+    r1, r2, c1, c2 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
+    box_cells = (r2 - r1) * (c2 - c1)
+    outside = np.ones_like(same)
+    outside[r1:r2, c1:c2] = False
+    rest = float(same[outside].mean()) if outside.any() else 0.0
+    if box_cells > 0.6 * same.size or rest < 0.9 or diff.sum() < 2:
+        return None
+    if gain > DIM_BELOW and box_cells > 0.3 * same.size:
+        return None  # undimmed: only a small box (a toast, a banner) counts as covering
+    box = (int(c1 * frame.cell), int(r1 * frame.cell), int(min(frame.size[0], c2 * frame.cell)),
+           int(min(frame.size[1], r2 * frame.cell)))
+    return Cover(box, gain, rest)

@@ -1,0 +1,138 @@
+"""``python -m engine explore --out DIR``: play a game nobody has described, from pixels alone, and write a draft
+graph folder (draft.yaml, graph YAML, its asset pack, evidence, the recording).
+
+The device opens like every other command's: the built-in simulator playing --graph when no --serial is given, else
+the phone. Progress goes to stderr, a JSON summary to stdout. Re-running with the same --out continues its
+recording (--resume says so explicitly and refuses a folder without one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from engine.core.errors import ConfigError
+from engine.faces.cli import check_session_arguments
+
+
+def _resolution(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT (for example 1280x720)") from None
+    if not (64 <= w <= 8192 and 64 <= h <= 8192):
+        raise argparse.ArgumentTypeError(f"{text} is not a screen size")
+    return w, h
+
+
+def _reader():
+    from verifiers.ocr import find_text
+
+    return lambda frame: [(b.text, b.confidence, b.box) for b in find_text(frame, min_confidence=0.6)]
+
+
+def _namer(graph_dir: str, assets: str | None, server: str | None):
+    """Names from the graph being extended: its observer names the pages it knows (--from)."""
+    from engine.faces.commands.observe import build_observer
+
+    pack = assets or (str(Path(graph_dir) / "assets") if (Path(graph_dir) / "assets").is_dir() else None)
+    observer = build_observer(graph_dir, pack, server)
+    return lambda frame: observer.observe(frame).page
+
+
+def _open(args: argparse.Namespace):
+    """(device, restart, app, resolution) as the options ask."""
+    from engine.config.loader import load_graph
+
+    from_graph = load_graph(args.from_graph).resolve(args.server) if args.from_graph else None
+    if args.serial is None:
+        from engine.runtime.devices import open_simulated
+        from engine.sim import Scenario
+        from engine.sim.shell import app_names
+
+        graph = load_graph(args.graph).resolve(args.server)
+        scenario = Scenario.from_file(args.scenario) if args.scenario else None
+        device = open_simulated(graph, scenario=scenario, seed=args.seed or 0)
+        package, activity = app_names(graph)
+        return device, (lambda: device.restart_app(package, activity)), None
+    from engine.device import open_device
+
+    size = args.resolution or (tuple(from_graph.resolution) if from_graph is not None else (1280, 720))
+    device = open_device(args.serial, graph=_Size(size), adb_host=args.adb_host, adb_port=args.adb_port)
+    package = args.package or (_one(from_graph.app.package) if from_graph is not None and from_graph.app else None)
+    activity = args.activity or (_one(from_graph.app.activity) if from_graph is not None and from_graph.app else None)
+    restart = (lambda: device.restart_app(package, activity)) if package else None
+    app = {"package": package, "activity": activity} if package and activity else None
+    return device, restart, app
+
+
+class _Size:
+    def __init__(self, size: tuple[int, int]) -> None:
+        self.resolution = size
+
+
+def _one(value):
+    return next(iter(value.values())) if isinstance(value, dict) else value
+
+
+def _run(args: argparse.Namespace) -> int:
+    from engine.explore.recording import FILE
+    from engine.explore.run import explore
+
+    check_session_arguments(args)
+    out = Path(args.out)
+    if args.resume and not (out / FILE).is_file():
+        raise ConfigError(f"--resume: {out} holds no {FILE} to continue", file=str(out))
+    if args.taps < 1 or args.minutes <= 0:
+        raise ConfigError("--taps must be at least 1 and --minutes more than 0")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder", file=str(out))
+    namer = _namer(args.from_graph, args.assets, args.server) if args.from_graph else None
+    device, restart, app = _open(args)
+    try:
+        result = explore(device, out, taps=args.taps, minutes=args.minutes, restart=restart,
+                         reader=None if args.no_ocr else _reader(), namer=namer,
+                         game=args.game or f"draft_{out.resolve().name}".replace("-", "_"),
+                         server=args.server or "en", app=app, from_graph=args.from_graph,
+                         progress=lambda line: print(line, file=sys.stderr, flush=True))
+    finally:
+        device.close()
+    from engine.config.loader import check_graph
+
+    report = check_graph(out)
+    draft = result.draft
+    summary = {"ok": report.ok, "out": str(out), "pages": len(draft.pages), "links": len(draft.links),
+               "popups": len(draft.popups), "loading_screens": len(draft.loading), "review": len(draft.review),
+               "taps": result.taps, "restarts": result.restarts, "minutes": round(result.seconds / 60.0, 2),
+               "stopped": result.stopped_because, "validate": report.summary()}
+    print(json.dumps(summary))
+    return 0 if report.ok else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("explore", help="explore a game from pixels alone and write a draft graph folder")
+    parser.add_argument("--out", required=True, metavar="DIR", help="the draft folder (continued when it has a "
+                                                                    "recording)")
+    parser.add_argument("--serial", default=None, help="ADB serial of the phone (default: the built-in simulator)")
+    parser.add_argument("--adb-host", help="ADB server host (with --serial)")
+    parser.add_argument("--adb-port", type=int, help="ADB server port (with --serial)")
+    parser.add_argument("--minutes", type=float, default=20.0, help="time budget (default 20)")
+    parser.add_argument("--taps", type=int, default=400, help="action budget: taps, swipes and keys (default 400)")
+    parser.add_argument("--server", default=None, help="game server the draft is for (default: en)")
+    parser.add_argument("--from", dest="from_graph", metavar="GRAPH", default=None,
+                        help="a graph to extend: its observer names the pages it knows")
+    parser.add_argument("--resume", action="store_true", help="continue the recording in --out (required there)")
+    parser.add_argument("--game", default=None, help="the draft graph's game name (default: draft_<out folder>)")
+    parser.add_argument("--package", default=None, help="the game's Android package (restarts on a phone)")
+    parser.add_argument("--activity", default=None, help="the game's launcher activity (with --package)")
+    parser.add_argument("--resolution", type=_resolution, default=None,
+                        help="reference size of frames on a phone, WIDTHxHEIGHT (default: --from's, else 1280x720)")
+    parser.add_argument("--no-ocr", action="store_true", help="do not read titles (numbered page names)")
+    sim = parser.add_argument_group("built-in simulator (no --serial)")
+    sim.add_argument("--graph", default=None, help="the graph the simulator plays (default: the shipped one)")
+    sim.add_argument("--assets", default=None, help="asset pack for --from's observer")
+    sim.add_argument("--scenario", default=None, help="simulator fault scenario YAML")
+    sim.add_argument("--seed", type=int, default=None, help="simulator seed")
+    parser.set_defaults(handler=_run)

@@ -1,0 +1,89 @@
+"""The draft record round-trips, its signatures tell pages apart, and the graph written from it loads and observes
+the simulator's frames as the pages they came from (tests/data/graphs/good, drawn by engine.sim)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import pytest
+
+from engine.config.assetpacks import load_pack
+from engine.config.loader import check_graph, load_graph
+from engine.core.errors import ConfigError
+from engine.explore.draft import Draft, DraftLink, DraftPage, DraftPopup, TapStep, load_draft, save_draft
+from engine.explore.signatures import stable_signatures
+from engine.explore.write import write_graph
+from engine.observe.observer import Observer
+from engine.sim import SimGame
+
+GOOD = Path(__file__).parents[2] / "data" / "graphs" / "good"
+
+
+@pytest.fixture(scope="module")
+def frames():
+    graph = load_graph(GOOD).resolve(None)
+    game = SimGame(graph)
+    out = {}
+    for page in ("page_login", "page_main", "page_shop", "page_mail", "page_settings"):
+        game.goto(page)
+        out[page] = game.frame()
+    game.goto("page_main")
+    game.show_popup("popup_announcement")
+    out["popup"] = game.frame()
+    return out
+
+
+def _draft(tmp_path: Path, frames) -> Draft:
+    pages = []
+    names = [n for n in frames if n != "popup"]
+    for name in names:
+        path = f"evidence/{name}/0001.png"
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(tmp_path / path), frames[name])
+        sigs = stable_signatures([frames[name]], [frames[o] for o in frames if o != name], prefix=name)
+        pages.append(DraftPage(name=name, members=[path], signatures=sigs, visits=1))
+    path = "evidence/popup_1/0001.png"
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(tmp_path / path), frames["popup"])
+    popup = DraftPopup(name="popup_1", over=["page_main"], box=(880, 80, 1040, 240), members=[path],
+                       signatures=stable_signatures([frames["popup"]], [frames[n] for n in names], prefix="popup_1"),
+                       dismiss=TapStep(type="tap", point=(930, 170)))
+    links = [DraftLink(**{"from": "page_login", "to": "page_main", "action": TapStep(type="tap", point=(640, 590)),
+                          "seen": 2, "tried": 2})]
+    return Draft(game="draft_demo", resolution=(1280, 720), start_page="page_login", pages=pages, links=links,
+                 popups=[popup])
+
+
+def test_draft_round_trips(tmp_path, frames):
+    draft = _draft(tmp_path, frames)
+    save_draft(draft, tmp_path)
+    assert load_draft(tmp_path) == draft
+    assert "from: page_login" in (tmp_path / "draft.yaml").read_text()
+
+
+def test_bad_draft_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_draft(tmp_path)
+    (tmp_path / "draft.yaml").write_text("format: engine-draft/1\ngame: x\nresolution: [1, 2]\npages: 3\n")
+    with pytest.raises(ConfigError, match="pages"):
+        load_draft(tmp_path)
+    (tmp_path / "draft.yaml").write_text("[: oops")
+    with pytest.raises(ConfigError, match="not YAML"):
+        load_draft(tmp_path)
+
+
+def test_written_graph_validates_and_observes_its_pages(tmp_path, frames):
+    draft = _draft(tmp_path, frames)
+    save_draft(draft, tmp_path)
+    write_graph(draft, tmp_path)
+    report = check_graph(tmp_path)
+    assert report.ok, [str(p) for p in report.problems]
+    graph = load_graph(tmp_path).resolve(None)
+    observer = Observer(graph, load_pack(tmp_path / "assets", graph.server))
+    for name, frame in frames.items():
+        seen = observer.observe(frame)
+        if name == "popup":
+            assert "popup_1" in seen.popups
+        else:
+            assert seen.page == name, (name, seen.page, seen.ambiguous)
