@@ -47,8 +47,12 @@ class PageNode:
     actions: list[dict[str, Any]] = field(default_factory=list)
     """Candidate actions, in the order they are tried (set on the first visit)."""
     tried: Counter = field(default_factory=Counter)
+    taken: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """action key -> the action as it was taken."""
     results: dict[str, Counter] = field(default_factory=dict)
     """action key -> Counter of outcomes: ('page', id), ('popup', id), ('same',), ('lost',)."""
+    swept: bool = False
+    """Whether a grid of taps was added to its actions (a page nothing else led away from)."""
     name: str | None = None
     title: tuple[Area, str] | None = None
 
@@ -197,6 +201,7 @@ class Atlas:
             key = action_key(action)
             node = self.pages[prev.page]
             node.tried[key] += 1
+            node.taken.setdefault(key, dict(action))
             outcome = ("same",) if now == prev else now.outcome()
             seen = node.results.setdefault(key, Counter())
             if outcome not in seen:
@@ -257,13 +262,15 @@ class Atlas:
         for page in self.pages:
             if page.loading:
                 continue
-            by_key = {action_key(a): a for a in page.actions}
             for key, counter in page.results.items():
                 best = counter.most_common(1)[0][0]
-                if best[0] == "page" and best[1] != page.id and not self.pages[best[1]].loading \
-                        and key in by_key:
-                    out.append((page.id, by_key[key], best[1], counter[best], page.tried[key]))
+                if best[0] == "page" and best[1] != page.id and not self.pages[best[1]].loading:
+                    out.append((page.id, page.taken[key], best[1], counter[best], page.tried[key]))
         return out
+
+    def leaves(self, page_id: int) -> bool:
+        """Whether some action taken on the page led to another page."""
+        return any(o[0] == "page" and o[1] != page_id for c in self.pages[page_id].results.values() for o in c)
 
     def live_pages(self) -> list[PageNode]:
         return [p for p in self.pages if not p.loading]

@@ -163,12 +163,29 @@ def load_draft(folder: str | Path) -> Draft:
         raise ConfigError(f"{where}: {first['msg']}", file=str(path)) from None
 
 
+class _Dumper(yaml.SafeDumper):
+    """Short lists of numbers (areas, points, colours) on one line, as the graph files write them."""
+
+
+def _list(dumper: yaml.SafeDumper, value: list) -> yaml.Node:
+    flow = len(value) <= 4 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
+
+
+_Dumper.add_representer(list, _list)
+
+
+def dump_yaml(data: object) -> str:
+    """YAML text for draft and graph files: keys in order, short number lists inline."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
 def save_draft(draft: Draft, folder: str | Path) -> Path:
     """Write `draft` as folder/draft.yaml (atomically: a reader never sees half a file)."""
     path = Path(folder) / DRAFT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     data = draft.model_dump(mode="json", by_alias=True, exclude_none=True)
     tmp = path.with_suffix(".yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+    tmp.write_text(dump_yaml(data), encoding="utf-8")
     tmp.replace(path)
     return path

@@ -20,8 +20,8 @@ from engine.explore.sketch import Sketch, changed, sketch
 
 log = logging.getLogger(__name__)
 
-POLL = 0.2
-QUIET = 0.6
+POLL = 0.15
+QUIET = 0.5
 QUIET_NEW = 1.6
 TRANSIENT = 0.8
 """A screen that stayed this long and then changed by itself was a loading screen, not an animation frame."""
@@ -42,8 +42,11 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
            known: Callable[[Sketch], bool] = lambda sk: True,
            loading: Callable[[Sketch], bool] = lambda sk: False,
            sleep: Callable[[float], object] = time.sleep, clock: Callable[[], float] = time.monotonic,
-           quiet: float = QUIET, quiet_new: float = QUIET_NEW, longest: float = LONGEST) -> Settled:
-    """Look until the screen holds still; the last frame, and the loading screens seen on the way."""
+           pace: float = 1.0, longest: float = LONGEST) -> Settled:
+    """Look until the screen holds still; the last frame, and the loading screens seen on the way.
+
+    `pace` scales every wait (a simulator that answers at once can be looked at faster than a phone)."""
+    quiet, quiet_new, poll, transient = QUIET * pace, QUIET_NEW * pace, POLL * pace, TRANSIENT * pace
     start = clock()
     out = Settled(None, None)
     held_since = start
@@ -61,7 +64,7 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
         if frame is not None:
             sk = sketch(frame)
             if out.sketch is None or changed(sk, out.sketch):
-                if out.sketch is not None and held_frame is not None and now - held_since >= TRANSIENT \
+                if out.sketch is not None and held_frame is not None and now - held_since >= transient \
                         and (before is None or changed(out.sketch, before)):
                     out.transients.append((held_frame, out.sketch))
                 if before is None or changed(sk, before):
@@ -75,4 +78,4 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
         if now - start >= longest:
             out.timed_out = True
             return out
-        sleep(POLL)
+        sleep(poll)

@@ -24,7 +24,7 @@ from engine.explore import regions
 from engine.explore.atlas import Atlas, Here, PageNode, action_key
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
-from engine.explore.sketch import SAME_PAGE, sketch
+from engine.explore.sketch import SAME_PAGE, cell_size, sketch
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,20 @@ def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
             {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
 
 
+def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Taps at the centre of every sketch cell no tried region covers: for a page nothing visible led away from
+    (a title screen that starts on a tap anywhere, a button drawn too faintly to stand out)."""
+    w, h = size
+    cell = cell_size(size)
+    areas = [a["area"] for a in taken if a.get("area")]
+    out = []
+    for y in range(cell // 2, h, cell):
+        for x in range(cell // 2, w, cell):
+            if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
+                out.append({"type": "tap", "point": [x, y], "grid": True})
+    return out
+
+
 def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
     """What to try on a page first seen as `frame`: its tappable regions, the back key, four swipes."""
     h, w = frame.shape[:2]
@@ -63,8 +77,10 @@ class Explorer:
 
     def __init__(self, device: Any, folder: str | Path, *, budget: Budget | None = None,
                  restart: Callable[[], None] | None = None, progress: Callable[[str], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep,
+                 pace: float = 1.0) -> None:
         self.device = device
+        self.pace = pace
         self.folder = Path(folder)
         self.budget = budget or Budget()
         self.restart_app = restart
@@ -132,6 +148,9 @@ class Explorer:
             self._prepare(frame)
             if entry["action"].get("type") in ("tap", "swipe", "key"):
                 self.taps += 1
+        for page in self.atlas.pages:
+            if any(a.get("grid") for a in page.taken.values()):
+                self._sweep(page)
         if entries:
             self.progress(f"explore: resumed from {len(entries)} recorded actions")
 
@@ -195,7 +214,7 @@ class Explorer:
 
         longest = max(1.0, min(LONGEST, self.time_left() + self.budget.reserve))
         return settle(look, before=before, known=known, loading=loading, sleep=self.sleep, clock=self.clock,
-                      longest=longest)
+                      pace=self.pace, longest=longest)
 
     # ------------------------------------------------------------------ choosing
 
@@ -216,11 +235,21 @@ class Explorer:
             return route
         return self._restart_or_stop()
 
+    def _sweep(self, page: PageNode) -> None:
+        if not page.swept and page.actions:
+            page.swept = True
+            page.actions = page.actions + grid_actions(self.device.resolution, page.actions)
+
     def _work(self, page: PageNode) -> dict[str, Any] | None:
-        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet."""
+        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet; on a page
+        nothing led away from, a grid of taps (until one of them does)."""
+        exits = self.atlas.leaves(page.id)
         for action in page.actions:
-            if page.tried[action_key(action)] == 0:
+            if page.tried[action_key(action)] == 0 and not (exits and action.get("grid")):
                 return action
+        if not exits and not page.swept and not page.loading and page.actions:
+            self._sweep(page)
+            return self._work(page)
         for action in page.actions:
             key = action_key(action)
             best = self.atlas.outcome(page.id, key)
@@ -240,7 +269,7 @@ class Explorer:
             node = self.atlas.pages[at]
             if at != start and self._has_work(node):
                 return firsts[at]
-            for action in node.actions:
+            for action in node.taken.values():
                 best = self.atlas.outcome(at, action_key(action))
                 if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
                     continue

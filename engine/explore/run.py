@@ -32,14 +32,16 @@ def explore(device: Any, out: str | Path, *, taps: int = 400, minutes: float = 2
             restart: Callable[[], None] | None = None, reader: Reader | None = None, namer: Namer | None = None,
             game: str = "draft_game", server: str = "en", app: dict[str, str] | None = None,
             from_graph: str | None = None, progress: Callable[[str], None] | None = None,
-            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep) -> Explored:
+            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep,
+            pace: float = 1.0) -> Explored:
     """Explore `device` within `taps` actions and `minutes`, and write the draft folder `out` (continuing the
     recording already there, if any)."""
     seconds = minutes * 60.0
     budget = Budget(taps=taps, seconds=seconds, reserve=min(DRAFT_RESERVE[1], seconds * DRAFT_RESERVE[0]))
     started_at = dt.datetime.now(dt.timezone.utc)
     start = clock()
-    explorer = Explorer(device, out, budget=budget, restart=restart, progress=progress, clock=clock, sleep=sleep)
+    explorer = Explorer(device, out, budget=budget, restart=restart, progress=progress, clock=clock, sleep=sleep,
+                        pace=pace)
     atlas = explorer.run()
     finished_at = dt.datetime.now(dt.timezone.utc)
     made = Made(serial=getattr(device, "serial", None), minutes=round((clock() - start) / 60.0, 2),

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import cv2
-import yaml
 
 from engine.config.assetpacks import new_index, save_index, write_template
 from engine.config.assets import Template
 from engine.config.schema import Graph
 from engine.core.errors import ConfigError
-from engine.explore.draft import Draft, Signature, Step
+from engine.explore.draft import Draft, Signature, Step, dump_yaml
 
 UNKNOWN_PAGE = "page_unknown"
 ASSETS = "assets"
@@ -88,7 +87,7 @@ def graph_data(draft: Draft) -> dict[str, Any]:
 
 
 def _dump(path: Path, data: dict[str, Any]) -> None:
-    text = SCHEMA_LINE + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    text = SCHEMA_LINE + dump_yaml(data)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

@@ -54,7 +54,12 @@ def _open(args: argparse.Namespace):
 
         graph = load_graph(args.graph).resolve(args.server)
         scenario = Scenario.from_file(args.scenario) if args.scenario else None
-        device = open_simulated(graph, scenario=scenario, seed=args.seed or 0)
+        pack = None
+        if args.assets:
+            from engine.config.assetpacks import load_pack
+
+            pack = load_pack(args.assets, graph.server, fallback=graph.fallback_server)
+        device = open_simulated(graph, scenario=scenario, seed=args.seed or 0, assets=pack)
         package, activity = app_names(graph)
         return device, (lambda: device.restart_app(package, activity)), None
     from engine.device import open_device
@@ -132,7 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-ocr", action="store_true", help="do not read titles (numbered page names)")
     sim = parser.add_argument_group("built-in simulator (no --serial)")
     sim.add_argument("--graph", default=None, help="the graph the simulator plays (default: the shipped one)")
-    sim.add_argument("--assets", default=None, help="asset pack for --from's observer")
+    sim.add_argument("--assets", default=None, help="asset pack the simulator draws with (and --from's observer "
+                                                    "uses; default for --from: GRAPH/assets when there)")
     sim.add_argument("--scenario", default=None, help="simulator fault scenario YAML")
     sim.add_argument("--seed", type=int, default=None, help="simulator seed")
     parser.set_defaults(handler=_run)
