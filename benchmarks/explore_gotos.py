@@ -112,3 +112,14 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
         "wall_s": round(time.perf_counter() - wall, 1),
         "virtual_s": round(clock.now() - 1000.0, 1),
     }
+
+
+def pack_folder(assets: Any, folder: Path) -> Path:
+    """`assets` written as a project-layout pack in `folder` (a synthetic pack has no folder of its own)."""
+    from engine.config.assetpacks import new_index, save_index, write_template
+
+    index = new_index(getattr(assets, "server", None))
+    for name in assets.names():
+        write_template(folder, assets.get(name), index)
+    save_index(folder, index)
+    return folder
