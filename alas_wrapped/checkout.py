@@ -29,24 +29,28 @@ class Checkout:
     """An ALAS checkout, the interpreter that runs it, the instance (config/<name>.json) and the listing language."""
 
     root: Path
-    python: str
+    python: str | None
+    """The interpreter named or found, or None; ``interpreter()`` checks it (once) before anything runs ALAS."""
     config: str = DEFAULT_INSTANCE
     lang: str = "en-US"
     entries: list[AlasTask] = field(default_factory=list)
     """Every task, settings group and tool of task.yaml (``tasks`` are the ones alas_run may run)."""
     python_version: str | None = None
+    probe_timeout: float | None = None
 
     @classmethod
     def open(cls, root: str | Path, python: str | None = None, config: str | None = None,
-             lang: str | None = None, *, probe_timeout: float | None = None) -> Checkout:
-        """Check the checkout, its instance and its interpreter, and read its tasks.
+             lang: str | None = None, *, probe_timeout: float | None = None, defer_python: bool = False) -> Checkout:
+        """Check the checkout and its instance, read its tasks, and (unless `defer_python`) check its interpreter.
+
+        Args:
+            defer_python: leave the interpreter unchecked until something lists or runs ALAS's tasks
+                (``interpreter()``), so that a command that never touches ALAS works without ALAS's Python.
 
         Raises:
             ConfigError: no such folder, not an ALAS checkout, no such instance or a broken one, an unknown
                 language, an interpreter that cannot run this ALAS (each named, with what to do).
         """
-        from alas_wrapped.interpreter import PROBE_TIMEOUT_S, check_python
-
         folder = Path(root).expanduser()
         if not folder.is_dir():
             raise ConfigError(f"--alas {root}: no such folder")
@@ -60,12 +64,28 @@ class Checkout:
                               "of its config/<name>.json), and not ALAS's template")
         lang = language(lang)
         entries = read_catalog(folder, name, lang)
-        interpreter = python or _default_python(folder)
-        if not interpreter:
-            raise ConfigError(f"--alas {root}: say which Python runs ALAS (--alas-python or $ALAS_PYTHON: its "
+        checkout = cls(folder, python or _default_python(folder), name, lang, entries, probe_timeout=probe_timeout)
+        if not defer_python:
+            checkout.interpreter()
+        return checkout
+
+    def interpreter(self) -> str:
+        """The interpreter that runs this ALAS, checked on first use (its version, and that it imports ALAS).
+
+        Raises:
+            ConfigError: none named or found, or one that cannot run this ALAS; asked again on every call until it
+                passes, so a fixed venv is seen without a restart.
+        """
+        from alas_wrapped.interpreter import PROBE_TIMEOUT_S, check_python
+
+        if self.python_version is not None and self.python:
+            return self.python
+        if not self.python:
+            raise ConfigError(f"--alas {self.root}: say which Python runs ALAS (--alas-python or $ALAS_PYTHON: its "
                               "venv's python, or toolkit/python.exe on Windows)")
-        version = check_python(folder, interpreter, worker_env(), probe_timeout or PROBE_TIMEOUT_S)
-        return cls(folder, interpreter, name, lang, entries, version)
+        self.python_version = check_python(self.root, self.python, worker_env(),
+                                           self.probe_timeout or PROBE_TIMEOUT_S)
+        return self.python
 
     @classmethod
     def from_environment(cls, env: dict[str, str] | None = None) -> Checkout | None:

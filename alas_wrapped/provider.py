@@ -50,6 +50,8 @@ class AlasProvider:
     # -------------------------------------------------------------------------------------------- listing
 
     def describe(self) -> list[dict[str, Any]]:
+        """ALAS's tasks; listing them needs ALAS's interpreter (ConfigError naming what to set when it cannot run)."""
+        self.checkout.interpreter()
         return [{"name": PREFIX + t.name, "description": t.description, "kind": "alas", "menu": t.menu,
                  "enabled": t.enabled, "next_run": t.next_run} for t in self.checkout.tasks]
 
@@ -69,6 +71,7 @@ class AlasProvider:
         refusal = self.checkout.refusal(task)
         if refusal is not None:
             return ExternalRun(False, "refused", refusal, suggested="human")
+        self.checkout.interpreter()  # ConfigError (bad input) when no Python here can run this ALAS
         if (warning := adb_warning(name, device)) is not None:
             log.warning("%s", warning)
         worker = Worker(self._argv(task, device), cwd=self.checkout.root, env=self._env(device))
@@ -91,7 +94,7 @@ class AlasProvider:
         return self._report(name, end, worker, survivors, budget_s)
 
     def _argv(self, task: str, device: Any) -> list[str]:
-        argv = [self.checkout.python, "-u", str(DRIVER), "--root", str(self.checkout.root), "--config",
+        argv = [self.checkout.interpreter(), "-u", str(DRIVER), "--root", str(self.checkout.root), "--config",
                 self.checkout.config, "--task", task]
         serial = getattr(device, "serial", None)
         return argv + (["--serial", str(serial)] if serial else [])

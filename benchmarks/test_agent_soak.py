@@ -29,6 +29,7 @@ import os
 import random
 import re
 import statistics
+import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -286,14 +287,21 @@ class CheapTurns:
         return ModelTurn(turn.text, turn.calls, Usage(len(system + user) // 4, 10))
 
 
+def _timed_ms(call) -> float:
+    start = time.perf_counter()
+    call()
+    return (time.perf_counter() - start) * 1000.0
+
+
 TURNS = 30
 FULL = 12
 """The turn by which the working memory (12 percepts) is full."""
 
 
-def test_agent_loop_overhead_and_prompt_size(benchmark, tmp_path):
-    """The loop's own time per turn (model and tools excluded) p50 <= 5 ms over 30 turns; the prompt stays
-    bounded (last <= 1.5x first, <= 8000 characters)."""
+def test_agent_loop_overhead_and_prompt_size(benchmark, tmp_path, figures):
+    """The loop's own time per turn (model and tools excluded) over 30 turns is at most the fixed cost of one tool
+    call (alas_tools: a worker thread and a result, no device) timed before and after the episodes in the same
+    session (measured 0.14 ms against 0.7 ms); the prompt stays bounded (last <= 1.5x first, <= 8000 characters)."""
     budget = Budget(turns=TURNS, tool_calls=2 * TURNS, seconds=120, tokens=1_000_000)
     goal = Goal(name="free_text", description="reach page_dock", free_text=True, budget=budget)
     runs: list[tuple[Agent, CheapTurns, object]] = []
@@ -304,7 +312,9 @@ def test_agent_loop_overhead_and_prompt_size(benchmark, tmp_path):
             agent = Agent(session.tools, model)
             runs.append((agent, model, agent.run(goal)))
 
+        tool_call = [_timed_ms(session.tools.alas_tools) for _ in range(40)]
         benchmark.pedantic(episode, rounds=3, iterations=1)
+        tool_call += [_timed_ms(session.tools.alas_tools) for _ in range(40)]
     overheads = [ms for agent, _, _ in runs for ms in agent.turn_overheads_ms]
     agent, model, result = runs[-1]
     chars = [len(s) + len(u) for s, u in model.received]
@@ -319,7 +329,12 @@ def test_agent_loop_overhead_and_prompt_size(benchmark, tmp_path):
           f"{max(tokens)}; stop {result.status}")
     assert result.status == "budget_turns", result.text
     assert len(agent.turn_overheads_ms) == TURNS
-    assert p50 <= 5.0
+    baseline = statistics.median(tool_call)
+    figures.add("loop_overhead_p50_ms", p50)
+    figures.add("tool_call_p50_ms", baseline, kind="baseline")
+    figures.add("loop_overhead_over_tool_call", p50 / baseline, "x", kind="ratio")
+    print(f"  loop overhead p50 {p50:.3f} ms against one tool call's fixed cost {baseline:.3f} ms")
+    assert p50 <= baseline, (p50, baseline)
     # The system prompt (rules, frame size, the graph's pages) is the same every turn and bounded by
     # MAX_GRAPH_CHARS. The first user prompt holds one percept; working memory keeps 12 and shows at most 8 (2000
     # characters), so the user prompt grows until it is full, then stays flat: bounded against the first full one.

@@ -210,5 +210,4 @@ def test_classify_all_against_maafw(rig, capsys):
               f"{_p50_ms(ours_one):.3f} ms, maafw post_recognition {_p50_ms(maa_one):.3f} ms, maafw pipeline node "
               f"(post_task, screencap by CustomController) {_p50_ms(maa_node):.3f} ms; maafw per template in "
               f"classify-all {_p50_ms(maa_all) / len(checks):.3f} ms")
-    assert ratio <= 0.5
-    assert statistics.median(ours_all) < 0.05  # generous absolute bound: 50 ms
+    assert ratio <= 0.5  # timed in alternation with maafw's, frame by frame; the absolute times are printed above

@@ -129,8 +129,9 @@ def outside_tasks(args: argparse.Namespace) -> list[Any]:
     from alas_wrapped.checkout import Checkout
     from alas_wrapped.provider import AlasProvider
 
+    # The interpreter is checked when ALAS's tasks are listed or run, not before: a goto needs no ALAS Python.
     return [AlasProvider(Checkout.open(args.alas, args.alas_python, args.alas_config,
-                                       getattr(args, "alas_lang", None)))]
+                                       getattr(args, "alas_lang", None), defer_python=True))]
 
 
 def exit_code(result: ToolResult) -> int:

@@ -34,7 +34,8 @@ from engine.navigation.actuator import Actuator
 from engine.navigation.navigator import describe
 from engine.navigation.routes import canonical_page
 from engine.runtime.toolspecs import SPECS, TOOL_NAMES, ToolSpec  # noqa: F401 - re-exported
-from engine.tasks.providers import TaskProvider, device_owner, outside_bound, provider_for, run_external
+from engine.tasks.providers import (TaskProvider, describe_outside, device_owner, outside_bound, provider_for,
+                                    run_external)
 
 if TYPE_CHECKING:
     from engine.config.policies import Policies
@@ -268,7 +269,8 @@ class Tools:
             return self._unavailable("alas_run", started, name)
         provider = provider_for(self.providers, name) if isinstance(name, str) else None
         if provider is None and (self.tasks is None or name not in self.tasks.names()):
-            return self._unknown("alas_run", started, "task", name, [t["name"] for t in self.all_tasks()])
+            return self._unknown("alas_run", started, "task", name,
+                                [t["name"] for t in self.all_tasks(strict=False)])
         if not isinstance(resume, bool):
             return self.result("alas_run", started, ok=False, status="bad_argument",
                                text=f"alas_run: resume must be true or false, not {resume!r}", target=name)
@@ -284,10 +286,10 @@ class Tools:
         return self._bounded("alas_run", work, cancel, started, target=name, exclusive=True,
                              bound=self.task_bound(name))
 
-    def all_tasks(self) -> list[dict[str, Any]]:
+    def all_tasks(self, strict: bool = True) -> list[dict[str, Any]]:
         """``[{name, description, ...}]`` of every task alas_run takes: the graph's and skills, then outside ones."""
         yaml_tasks = self.tasks.book.describe() if self.tasks is not None else []
-        return [*yaml_tasks, *(t for p in self.providers for t in p.describe())]
+        return [*yaml_tasks, *describe_outside(self.providers, strict)]
 
     def task_bound(self, name: str) -> float:
         """The bound of running task `name`: its own policy's timeout (a daily routine names one), else alas_run's."""

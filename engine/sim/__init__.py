@@ -1,4 +1,5 @@
 """The simulated game and its fake ADB server: the embedded default device, the test bed and the benchmark bed.
+It can also stand as an emulator (``AdbdServer``: the device side of ADB, for a real adb server to connect to).
 
 ``start_embedded()`` builds a game from a graph and serves it on a free loopback port, so the code under test
 drives it exactly as it drives a phone (adbutils over the ADB host protocol).
@@ -15,12 +16,14 @@ from engine.config.assets import AssetPack
 from engine.config.schema import Graph
 from engine.config.simstate import StateSpec
 from engine.sim.adb_server import FakeAdbServer
+from engine.sim.adbd import AdbdServer
 from engine.sim.game import SimGame
 from engine.sim.overlay import Overlay
 from engine.sim.render import Renderer, SyntheticAssets
 from engine.sim.scenario import Faults, Scenario
 
 __all__ = [
+    "AdbdServer",
     "EmbeddedSim",
     "FakeAdbServer",
     "Faults",

@@ -48,7 +48,8 @@ class Conversation:
 
     def __init__(self, server: Any, sock: socket.socket) -> None:
         """`server` is the engine.sim.adb_server.FakeAdbServer that accepted `sock` (its devices, forwards, sync
-        service and stop event)."""
+        service and stop event), or the engine.sim.adbd.AdbdServer whose stream `sock` is (it calls ``service``
+        only)."""
         self.server = server
         self.sock = sock
         self.device: SimDevice | None = None

@@ -217,6 +217,7 @@ def _cmd_getprop(device: SimDevice, args: list[str]) -> tuple[bytes, bytes, int]
         "ro.build.version.release": "11",
         "ro.serialno": device.serial,
         "sys.boot_completed": "1",
+        **device.props,
     }
     if args:
         return (props.get(args[0], "") + "\n").encode(), b"", 0

@@ -29,6 +29,8 @@ class SimDevice:
         """adb reverse table: device-side remote -> host-side local."""
         self.sockets: dict[str, object] = {}
         """Local (abstract) sockets a running agent listens on, name -> engine.sim.touch agent."""
+        self.props: dict[str, str] = {}
+        """System properties beside the shell's defaults (`getprop`): a simulated emulator's own model, say."""
 
     def next_fault(self) -> str:
         with self.lock:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engine.core.errors import EngineError
 from engine.core.results import Outcome
 
 if TYPE_CHECKING:
@@ -66,6 +67,19 @@ class TaskProvider(Protocol):
 
 def provider_for(providers: list[TaskProvider], name: str) -> TaskProvider | None:
     return next((p for p in providers if p.owns(name)), None)
+
+
+def describe_outside(providers: list[TaskProvider], strict: bool = True) -> list[dict[str, Any]]:
+    """Every provider's tasks. Listing may need what running needs (ALAS's Python): `strict` lets its ConfigError
+    through; otherwise such a provider adds nothing (for did-you-mean suggestions, which must not fail)."""
+    rows: list[dict[str, Any]] = []
+    for provider in providers:
+        try:
+            rows += provider.describe()
+        except EngineError:
+            if strict:
+                raise
+    return rows
 
 
 def outside_bound(providers: list[TaskProvider], name: str, policies: Any) -> float | None:

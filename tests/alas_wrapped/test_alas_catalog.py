@@ -5,6 +5,7 @@ instance, language or interpreter."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -172,3 +173,25 @@ def _provider(checkout, **kwargs):
     from alas_wrapped.provider import AlasProvider
 
     return AlasProvider(Checkout.open(checkout, sys.executable, **kwargs))
+
+
+def test_alas_settings_matter_only_where_alas_runs(checkout):
+    """ALAS_DIR set and no interpreter anywhere (none named, none in the checkout): commands that never list or run
+    an alas:* task work as before; listing or running one says which Python to name (exit 2)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ALAS_PYTHON", "ALAS_CONFIG", "ALAS_LANG")}
+    env["ALAS_DIR"] = str(checkout)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=120,
+                              cwd=ROOT, env=env)
+
+    for args in (["health"], ["goto", "page_main"], ["state", "--json"], ["tasks"]):
+        done = cli(*args)
+        assert done.returncode == 0, (args, done.stdout[-1000:], done.stderr[-2000:])
+        assert "which Python runs ALAS" not in done.stdout + done.stderr, args
+    unknown = cli("run", "nosuchtask", "--json")
+    assert unknown.returncode == 2 and json.loads(unknown.stdout)["status"] == "unknown_task", unknown.stdout
+    for args in (["cli", "--list-tools"], ["run", "alas:Reward"]):
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stdout[-1000:], done.stderr[-2000:])
+        assert "which Python runs ALAS" in done.stdout + done.stderr and "Traceback" not in done.stderr, args

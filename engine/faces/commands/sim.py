@@ -32,14 +32,31 @@ def _build_game(args: argparse.Namespace):
 
 def _serve(args: argparse.Namespace) -> int:
     from engine.sim import FakeAdbServer
+    from engine.sim.adbd import AdbdServer, emulator_serial, notify_adb_server
 
+    if args.adbd is not None and args.port:
+        raise ConfigError("--adbd PORT serves the device side of ADB on its own port; --port is for the fake ADB "
+                          "server (the host side): give one of them")
+    if args.adbd is None and (args.model is not None or args.notify_adb_server is not None):
+        raise ConfigError("--model and --notify-adb-server are for a simulated emulator: they need --adbd PORT")
     game = _build_game(args)
     stop = threading.Event()
+    wanted = args.adbd if args.adbd is not None else args.port
     try:
-        server = FakeAdbServer({args.serial: game}, host=args.host, port=args.port).start()
+        if args.adbd is not None:
+            server = AdbdServer(game, host=args.host, port=args.adbd, serial=args.serial, model=args.model).start()
+        else:
+            server = FakeAdbServer({args.serial or "sim-0": game}, host=args.host, port=args.port).start()
     except OSError as exc:
-        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
-    print(f"serving {args.serial} on {args.host}:{server.port}", file=sys.stderr, flush=True)
+        raise ConfigError(f"cannot listen on {args.host}:{wanted}: {exc}") from None
+    if args.adbd is not None:
+        if args.notify_adb_server is not None:
+            notify_adb_server(server.port, args.notify_adb_server)
+        also = emulator_serial(server.port)
+        print(f"emulator {server.serial} (adbd) on {args.host}:{server.port}; adb connect {args.host}:{server.port}"
+              + (f" (an adb server started now also lists it as {also})" if also else ""), file=sys.stderr, flush=True)
+    else:
+        print(f"serving {args.serial or 'sim-0'} on {args.host}:{server.port}", file=sys.stderr, flush=True)
     try:
         # Bounded waits so Ctrl-C is seen promptly; `--for` bounds the whole run (scripts, smoke tests).
         deadline = args.seconds
@@ -106,7 +123,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(serve)
     serve.add_argument("--port", type=port, default=0, help="port to listen on (default: a free one)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--serial", default="sim-0")
+    serve.add_argument("--serial", default=None,
+                       help="the device's serial (default sim-0; with --adbd its ro.serialno, default sim-PORT)")
+    serve.add_argument("--adbd", type=port, default=None, metavar="PORT",
+                       help="stand as an emulator: the device side of ADB (adbd) on PORT, for a real adb server to "
+                       "`adb connect` (5555..5585: also found at its start as emulator-<PORT-1>); run it again for "
+                       "more emulators")
+    serve.add_argument("--model", default=None, help="with --adbd: ro.product.model (default SimGame_PORT)")
+    serve.add_argument("--notify-adb-server", type=port, default=None, metavar="ADB_PORT",
+                       help="with --adbd: tell the adb server on this port that the emulator is up (host:emulator:, "
+                       "as an Android emulator tells 5037), so a running server lists it as emulator-<PORT-1>")
     serve.add_argument("--scenario", help="fault scenario YAML (engine.sim.scenario.Scenario)")
     serve.add_argument("--seed", type=int, default=None, help="seed of the scenario's faults")
     serve.add_argument("--for", dest="seconds", type=seconds, default=None, help="stop after this many seconds")

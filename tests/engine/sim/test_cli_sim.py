@@ -6,6 +6,7 @@ import os
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -82,3 +83,20 @@ def test_serve_rejects_a_bad_scenario(tmp_path):
 @pytest.mark.parametrize("popup", ["popup_unknown_name"])
 def test_render_unknown_popup_is_bad_input(tmp_path, popup):
     assert main(["sim", "render", "--graph", str(DEMO), "page_main", str(tmp_path / "x.png"), "--popup", popup]) == 2
+
+
+def test_serve_adbd_refuses_options_it_would_ignore_and_a_taken_port(capsys):
+    assert main(["sim", "serve", "--graph", str(DEMO), "--adbd", "0", "--port", "1", "--for", "0.1"]) == 2
+    assert "--adbd" in capsys.readouterr().err
+    assert main(["sim", "serve", "--graph", str(DEMO), "--model", "X", "--for", "0.1"]) == 2
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["sim", "serve", "--graph", str(DEMO), "--adbd", str(port), "--for", "0.1"]) == 2
+        assert f"127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_serve_adbd_for_a_while_then_stops(capsys):
+    assert main(["sim", "serve", "--graph", str(DEMO), "--adbd", "0", "--for", "0.2"]) == 0
+    assert re.search(r"emulator sim-\d+ \(adbd\) on 127\.0\.0\.1:\d+", capsys.readouterr().err)
