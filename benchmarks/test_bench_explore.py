@@ -37,7 +37,6 @@ GOOD = ROOT / "tests" / "data" / "graphs" / "good"
 ALAS = Path(os.environ.get("EXPLORE_BENCH_ALAS") or ROOT.parent / "shared" / "alas")
 CHAOS = ROOT / "tests" / "data" / "scenarios" / "chaos.yaml"
 FULL = os.environ.get("EXPLORE_BENCH_FULL") == "1"
-RESULTS = ROOT / "benchmarks" / "results" / "explore.json"
 
 # (minutes, taps, gotos) per game: the CI form keeps the whole file to a few minutes on 2 shared cores.
 BUDGETS = {
@@ -112,8 +111,9 @@ def last_json(stdout: str) -> dict | None:
     return None
 
 
-def record(request, case: tuple[str, str], figures: dict) -> None:
-    """Into the run's benchmark JSON (benchmarks/conftest.py's `figures`), else benchmarks/results/explore.json."""
+def record(figures_sink, case: tuple[str, str], figures: dict) -> None:
+    """Into the run's benchmark results file (benchmarks/conftest.py); with EXPLORE_BENCH_KEEP, the whole score too
+    (missed pages, wrong links, failed gotos) as score.json beside the kept draft."""
     name = "-".join(case)
     flat = {
         "page_recall": (figures["pages"]["recall"], "ratio"), "page_precision": (figures["pages"]["precision"], "ratio"),
@@ -121,24 +121,17 @@ def record(request, case: tuple[str, str], figures: dict) -> None:
         "popup_recall": (figures["popups"]["recall"], "ratio"),
         "goto_arrival": (figures["gotos"]["arrival_rate"], "ratio"),
         "false_successes": (figures["gotos"]["false_successes"], "count"),
+        "taps": (figures["cost"]["taps"], "count"),
         "taps_per_page": (figures["cost"]["taps_per_page"], "absolute"),
-        "minutes_per_page": (figures["cost"]["minutes_per_page"], "absolute"),
         "minutes": (figures["cost"]["minutes"], "absolute"),
+        "minutes_per_page": (figures["cost"]["minutes_per_page"], "absolute"),
     }
     if "gotos_truth_graph" in figures:
         flat["goto_arrival_truth_graph"] = (figures["gotos_truth_graph"]["arrival_rate"], "baseline")
-    try:
-        sink = request.getfixturevalue("figures")
-    except pytest.FixtureLookupError:
-        sink = None
-    if sink is not None:
-        for key, (value, kind) in flat.items():
-            sink.add(f"{name}_{key}", value, unit="min" if "minutes" in key else "", kind=kind)
-        return
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    kept = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    kept[name] = {"full": FULL, **figures}
-    RESULTS.write_text(json.dumps(kept, indent=1, sort_keys=True, default=str) + "\n")
+    for key, (value, kind) in flat.items():
+        figures_sink.add(f"{name}_{key}", value, unit="min" if "minutes" in key else "", kind=kind)
+    if KEEP:
+        (Path(KEEP) / f"{name}.score.json").write_text(json.dumps(figures, indent=1, default=str) + "\n")
 
 
 def summary(figures: dict) -> str:
@@ -153,26 +146,26 @@ def summary(figures: dict) -> str:
                if (t := figures.get("gotos_truth_graph")) else ""))
 
 
-def test_explore_case(request, run):
-    case, figures, done, checked = run
+def test_explore_case(run, figures):
+    case, found, done, checked = run
     assert done.returncode in (0, 1), f"explore failed ({done.returncode}): {done.stderr[-2000:]}"
-    assert figures.get("pages"), f"no draft.yaml written: {done.stderr[-2000:]}"
-    print("\n" + summary(figures))
-    record(request, case, figures)
+    assert found.get("pages"), f"no draft.yaml written: {done.stderr[-2000:]}"
+    print("\n" + summary(found))
+    record(figures, case, found)
     # At any budget: the draft is a graph the engine accepts, and what it verifies is true.
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
-    assert figures["gotos"]["false_successes"] == 0, figures["gotos"]
-    assert figures["cost"]["minutes"] <= BUDGETS[case[0]][0] * 1.1 + 0.5
+    assert found["gotos"]["false_successes"] == 0, found["gotos"]
+    assert found["cost"]["minutes"] <= BUDGETS[case[0]][0] * 1.1 + 0.5
     if case[1] == "quiet":
-        assert figures["pages"]["precision"] >= 0.9, figures["pages"]
+        assert found["pages"]["precision"] >= 0.9, found["pages"]
     if not FULL:
         return
-    pages, links, popups, gotos = (figures[k] for k in ("pages", "links", "popups", "gotos"))
+    pages, links, popups, gotos = (found[k] for k in ("pages", "links", "popups", "gotos"))
     if case[1] == "quiet":
         assert pages["recall"] >= 0.9 and pages["precision"] >= 0.9, pages
         assert links["recall"] >= 0.8, links
         assert popups["recall"] >= 0.8, popups
         assert gotos["arrival_rate"] >= 0.95, gotos
-        assert figures["cost"]["minutes"] < 20
+        assert found["cost"]["minutes"] < 20
     else:
         assert pages["recall"] >= 0.85, pages
