@@ -265,9 +265,10 @@ def score_pages(draft: dict, truth: Truth, label: Labeller) -> tuple[dict[str, A
     sizes = {p["name"]: len(p.get("members") or []) for p in draft.get("pages") or []}
     pairs = match(counts, sizes)
     found = {t for t in pairs.values() if t in truth.reachable}
+    recall, precision = ratio(len(found), len(truth.reachable)), ratio(len(pairs), len(counts))
     figures = {
-        "draft": len(counts), "true": len(truth.reachable), "matched": len(pairs),
-        "recall": ratio(len(found), len(truth.reachable)), "precision": ratio(len(pairs), len(counts)),
+        "draft": len(counts), "true": len(truth.reachable), "matched": len(pairs), "recall": recall,
+        "precision": precision, "f1": 2 * recall * precision / (recall + precision) if recall + precision else 0.0,
         "missed": sorted(truth.reachable - found),
         "unmatched": {d: dict(counts[d]) for d in sorted(counts) if d not in pairs},
     }

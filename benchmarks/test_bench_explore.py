@@ -46,6 +46,8 @@ BUDGETS = {
 CASES = [(game, scenario) for game in ("good", "azurlane") for scenario in ("quiet", "chaos")
          if not os.environ.get("EXPLORE_BENCH_CASES") or f"{game}-{scenario}" in os.environ["EXPLORE_BENCH_CASES"]]
 KEEP = os.environ.get("EXPLORE_BENCH_KEEP")
+# adbutils starts a real adb server on 5037 when it cannot connect: never from here (nor from the explore process).
+os.environ.setdefault("ADBUTILS_ADB_PATH", "/bin/false")
 
 
 def truth_of(game: str):
@@ -117,6 +119,7 @@ def record(figures_sink, case: tuple[str, str], figures: dict) -> None:
     name = "-".join(case)
     flat = {
         "page_recall": (figures["pages"]["recall"], "ratio"), "page_precision": (figures["pages"]["precision"], "ratio"),
+        "page_f1": (figures["pages"]["f1"], "ratio"),
         "link_recall": (figures["links"]["recall"], "ratio"), "link_precision": (figures["links"]["precision"], "ratio"),
         "popup_recall": (figures["popups"]["recall"], "ratio"),
         "goto_arrival": (figures["gotos"]["arrival_rate"], "ratio"),

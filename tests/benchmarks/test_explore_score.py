@@ -108,7 +108,7 @@ def test_the_truth_counts_what_the_simulator_can_show(truth):
 
 def test_a_perfect_draft_scores_everything(perfect, tmp_path, truth):
     score = score_draft(variant(perfect, tmp_path, lambda d: None), truth)
-    assert (score.pages["recall"], score.pages["precision"]) == (1.0, 1.0)
+    assert (score.pages["recall"], score.pages["precision"], score.pages["f1"]) == (1.0, 1.0, 1.0)
     assert (score.links["recall"], score.links["precision"]) == (1.0, 1.0)
     assert (score.popups["recall"], score.popups["precision"], score.popups["dismiss_right"]) == (1.0, 1.0, 2)
     assert score.cost == {"taps": 50, "minutes": 2.5, "taps_per_page": 10.0, "minutes_per_page": 0.5}
@@ -133,6 +133,7 @@ def test_two_pages_merged_lose_one_page_of_recall_and_the_links_only_the_lost_pa
 
     score = score_draft(variant(perfect, tmp_path, merge), truth)
     assert (score.pages["matched"], score.pages["recall"], score.pages["precision"]) == (4, 0.8, 1.0)
+    assert score.pages["f1"] == pytest.approx(2 * 0.8 / 1.8)
     assert score.pages["missed"] == ["page_mail"]
     # main -> mail now ends on the shop, through a tap the shop's link does not take: wrong. mail's back arrow is
     # where the shop's is: right, but it finds no new true link. So 8 of 9 right and 7 of 9 found.
