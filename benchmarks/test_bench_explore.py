@@ -40,8 +40,8 @@ FULL = os.environ.get("EXPLORE_BENCH_FULL") == "1"
 
 # (minutes, taps, gotos) per game: the CI form keeps the whole file to a few minutes on 2 shared cores.
 BUDGETS = {
-    "good": (20.0, 4000, 200) if FULL else (0.4, 60, 20),
-    "azurlane": (20.0, 4000, 200) if FULL else (0.75, 120, 20),
+    "good": (20.0, 4000, 200) if FULL else (0.4, 60, 15),
+    "azurlane": (20.0, 4000, 200) if FULL else (0.5, 120, 15),
 }
 CASES = [(game, scenario) for game in ("good", "azurlane") for scenario in ("quiet", "chaos")
          if not os.environ.get("EXPLORE_BENCH_CASES") or f"{game}-{scenario}" in os.environ["EXPLORE_BENCH_CASES"]]
