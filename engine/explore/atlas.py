@@ -51,8 +51,10 @@ class PageNode:
     """action key -> the action as it was taken."""
     results: dict[str, Counter] = field(default_factory=dict)
     """action key -> Counter of outcomes: ('page', id), ('popup', id), ('same',), ('lost',)."""
-    swept: bool = False
-    """Whether a grid of taps was added to its actions (a page nothing else led away from)."""
+    abandoned: bool = False
+    """Given up: no route led back to it even right after a restart (its untried actions stay untried)."""
+    swept: int = 0
+    """Levels of grid taps added to its actions (engine.explore.explorer.grid_actions): 0 none, 1 coarse, 2 all."""
     name: str | None = None
     title: tuple[Area, str] | None = None
 
@@ -109,6 +111,7 @@ class Atlas:
         self.popups: list[PopupNode] = []
         self.here: Here = NOWHERE
         self.start: int | None = None
+        self._start_by_restart = False
         self._last: tuple[int, str] | None = None
         """The page and action that led to the current screen (moved on when a loading screen resolves)."""
         self.changes = 0
@@ -155,7 +158,7 @@ class Atlas:
         popup.over.add(over)
         if len(popup.sketches) < KEEP_SKETCHES:
             popup.sketches.append(sk)
-        if frame_path and len(popup.members) < KEEP_MEMBERS:
+        if frame_path and len(popup.members) < KEEP_MEMBERS and frame_path not in popup.members:
             popup.members.append(frame_path)
         return popup
 
@@ -169,7 +172,7 @@ class Atlas:
         if len(page.sketches) < KEEP_SKETCHES and (
                 not page.sketches or max(similarity(sk, m) for m in page.sketches) < 0.97):
             page.sketches.append(sk)
-        if frame_path and len(page.members) < KEEP_MEMBERS:
+        if frame_path and len(page.members) < KEEP_MEMBERS and frame_path not in page.members:
             page.members.append(frame_path)
         return page
 
@@ -190,9 +193,11 @@ class Atlas:
             page = self._page_for(sk, kind, page_id, frame_path)
             now = Here("loading" if page.loading else "page", page.id)
         kind_of = action.get("type")
+        if now.kind == "page" and (self.start is None or kind_of == "restart" and not self._start_by_restart):
+            # Where the game starts: the first page after a restart, else the first page seen.
+            self.start = now.page
+            self._start_by_restart = kind_of == "restart"
         if kind_of == "restart":
-            if now.kind == "page" and self.start is None:
-                self.start = now.page
             self._last = None
         elif kind_of == "screenshot":
             if prev.kind == "page" and now != prev and now.kind == "page" and self.pages[prev.page].visits <= 1:
@@ -210,6 +215,7 @@ class Atlas:
             if now.kind == "popup":
                 self.popups[now.popup].opened_by.add((prev.page, key))
             self._last = (prev.page, key)
+            self._moves_by_itself(node)
         elif prev.kind == "popup":
             popup = self.popups[prev.popup]
             popup.tried[action_key(action)] += 1
@@ -231,6 +237,21 @@ class Atlas:
         page = self._page_for(sk, "new" if kind == "new" else "page", page_id, frame_path)
         if not page.loading and page.visits <= 1:
             page.loading = True
+
+    def _moves_by_itself(self, node: PageNode) -> None:
+        """A screen every different action (four at least, a swipe among them: swipes rarely leave a page) left for
+        the same page changes by itself: a loading screen that outlasted the settling wait, not a page."""
+        outcomes = {o for c in node.results.values() for o in c}
+        if len(node.results) >= 4 and len(outcomes) == 1 and any(k.startswith("swipe:") for k in node.results):
+            (only,) = outcomes
+            if only[0] == "page" and only[1] != node.id and node.id != self.start:
+                node.loading = True
+                self.pages[only[1]].slow = True
+                for page in self.pages:  # what led to the loading screen led to where it goes
+                    for counter in page.results.values():
+                        moved = counter.pop(("page", node.id), 0)
+                        if moved:
+                            counter[only] += moved
 
     def _became_loading(self, page_id: int, now: int) -> None:
         """The page the explorer stood on changed without input: it was a loading screen, and the action that led

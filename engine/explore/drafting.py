@@ -40,7 +40,10 @@ Reader = Callable[[np.ndarray], list[TextBox]]
 """A frame -> the text lines on it: (text, confidence, box) (verifiers.ocr.find_text, adapted by the caller)."""
 Namer = Callable[[np.ndarray], str | None]
 """A frame -> the name a known graph gives it (--from), or None."""
-OTHERS_PER_PAGE = 3
+OTHERS_PER_PAGE = 2
+"""Frames of each other page a page's signatures must miss (kept in memory while drafting)."""
+OWN_FRAMES = 4
+"""Member frames a page's signatures must hit."""
 MAYBE_SAME = 0.6
 
 
@@ -84,7 +87,7 @@ def transient_pages(atlas: Atlas) -> set[int]:
             for outcome, count in counter.items():
                 if outcome[0] == "page":
                     arrivals[outcome[1]] += count
-                    if total >= 2 and count < total / 2:
+                    if total >= 2 and count <= total / 2:
                         disproved[outcome[1]] += count
     for page in atlas.pages:
         if page.id == atlas.start or page.loading:
@@ -104,9 +107,11 @@ class Drafter:
         self.resolution, self.game, self.server = resolution, game, server
         self.reader, self.namer, self.app = reader, namer, app
         self.recording_frames: dict[str, np.ndarray] = {}
+        self.sketches: dict[int, Any] = {}
+        """Sketches of the cached frames by id (the frames stay alive in recording_frames)."""
 
     def _frame(self, rel: str) -> np.ndarray | None:
-        if rel not in self.recording_frames:
+        if rel not in self.recording_frames:  # the first frames of each page: read again and again
             self.recording_frames[rel] = Recording.read_from(self.folder, rel)
         return self.recording_frames[rel]
 
@@ -149,19 +154,24 @@ class Drafter:
     def build(self, made: Made) -> Draft:
         atlas = self.atlas
         dropped = transient_pages(atlas)
-        pages = [p for p in atlas.live_pages() if p.id not in dropped and p.members]
+        # Nothing led away from it, not even the back key: outside the game (a home screen) or a trap; the game
+        # was restarted to leave it. Named in the review, not made a page a route could lead into.
+        dead = {p.id for p in atlas.live_pages() if p.id != atlas.start and p.tried.get("key:back")
+                and not atlas.leaves(p.id)}
+        pages = [p for p in atlas.live_pages() if p.id not in dropped | dead and p.members]
         names = self._names(pages)
         review: list[ReviewItem] = []
-        frames = {p.id: self._frames(p.members) for p in pages}
+        frames = {p.id: self._frames(p.members[:OTHERS_PER_PAGE]) for p in pages}
         popups = [pp for pp in atlas.popups if pp.over & set(names)]
-        popup_frames = {pp.id: self._frames(pp.members) for pp in popups}
+        popup_frames = {pp.id: self._frames(pp.members[:OWN_FRAMES]) for pp in popups}
         loading_pages = [p for p in atlas.pages if p.loading and p.members]
         loading_frames = [f for p in loading_pages for f in self._frames(p.members[:2])]
         draft_pages = []
         for page in pages:
-            own = frames[page.id]
+            own = frames[page.id] + [f for f in (Recording.read_from(self.folder, r)
+                                                 for r in page.members[OTHERS_PER_PAGE:OWN_FRAMES]) if f is not None]
             others = [f for q in pages if q.id != page.id for f in frames[q.id][:OTHERS_PER_PAGE]] + loading_frames
-            sigs = stable_signatures(own, others, prefix=names[page.id], title=page.title)
+            sigs = stable_signatures(own, others, prefix=names[page.id], title=page.title, sketches=self.sketches)
             if not sigs or unexplained(sigs, own, others) and not any(s.type == "ocr" for s in sigs):
                 review.append(ReviewItem(kind="weak_signature", pages=[names[page.id]],
                                          note="no region found that tells this page apart from every other"))
@@ -182,7 +192,7 @@ class Drafter:
             name = f"popup_{number}"
             own = popup_frames[popup.id]
             others = all_page_frames + [f for q in popups if q.id != popup.id for f in popup_frames[q.id][:2]]
-            sigs = stable_signatures(own, others, prefix=name) if own else []
+            sigs = stable_signatures(own, others, prefix=name, sketches=self.sketches) if own else []
             draft_popups.append(DraftPopup(name=name, over=sorted(names[i] for i in popup.over if i in names),
                                            box=popup.box, members=self._evidence(name, popup.members),
                                            signatures=sigs, dismiss=step(popup.dismiss) if popup.dismiss else None))
@@ -191,10 +201,15 @@ class Drafter:
                                          note=f"{name}: no way found to dismiss it"))
         loading = []
         for number, page in enumerate(loading_pages, 1):
-            own = self._frames(page.members)
-            sigs = stable_signatures(own, all_page_frames, prefix=f"loading_{number}") if own else []
+            own = self._frames(page.members[:OWN_FRAMES])
+            sigs = stable_signatures(own, all_page_frames, prefix=f"loading_{number}",
+                                     sketches=self.sketches) if own else []
             loading.append(LoadingScreen(members=self._evidence(f"loading_{number}", page.members), signatures=sigs))
         review += self._review(pages, names, dropped)
+        for page_id in sorted(dead):
+            review.append(ReviewItem(kind="dead_end", pages=[], note=(
+                "a screen nothing led away from, not even the back key (outside the game?); the game was restarted "
+                f"to leave it; left out (frames: {', '.join(atlas.pages[page_id].members[:2])})")))
         start = names.get(atlas.start) if atlas.start is not None else None
         return Draft(game=self.game, resolution=self.resolution, server=self.server, start_page=start, app=self.app,
                      made=made, pages=draft_pages, links=links, popups=draft_popups, loading=loading, review=review)

@@ -24,7 +24,7 @@ from engine.explore import regions
 from engine.explore.atlas import Atlas, Here, PageNode, action_key
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
-from engine.explore.sketch import SAME_PAGE, cell_size, sketch
+from engine.explore.sketch import SAME_PAGE, cell_size, changed, sketch
 
 log = logging.getLogger(__name__)
 
@@ -51,15 +51,20 @@ def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
             {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
 
 
-def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Taps at the centre of every sketch cell no tried region covers: for a page nothing visible led away from
-    (a title screen that starts on a tap anywhere, a button drawn too faintly to stand out)."""
+def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int) -> list[dict[str, Any]]:
+    """Taps no tried region covers, for a page hiding something (a title screen that starts on a tap anywhere, a
+    button drawn too faintly to stand out): level 1 every other sketch cell's centre (big targets, a quarter of the
+    taps), level 2 the cells level 1 left out."""
     w, h = size
     cell = cell_size(size)
-    areas = [a["area"] for a in taken if a.get("area")]
+    areas = [a["area"] for a in taken if a.get("area")] + [
+        (a["point"][0] - 2, a["point"][1] - 2, a["point"][0] + 3, a["point"][1] + 3) for a in taken if a.get("grid")]
     out = []
-    for y in range(cell // 2, h, cell):
-        for x in range(cell // 2, w, cell):
+    for row, y in enumerate(range(cell // 2, h, cell)):
+        for col, x in enumerate(range(cell // 2, w, cell)):
+            coarse = row % 2 == 1 and col % 2 == 1
+            if coarse != (level == 1):
+                continue
             if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
                 out.append({"type": "tap", "point": [x, y], "grid": True})
     return out
@@ -93,6 +98,11 @@ class Explorer:
         self.stopped_because = ""
         self._started = clock()
         self._restart_marks: list[int] = []
+        self._last: tuple[Any, str] | None = None
+        """The sketch and file of the last frame written."""
+        self.sweeping: int | None = None
+        self.sweep_round = 0
+        """The page whose grid of taps is being tried once no visible work is left anywhere."""
 
     # ------------------------------------------------------------------ budget
 
@@ -148,9 +158,12 @@ class Explorer:
             self._prepare(frame)
             if entry["action"].get("type") in ("tap", "swipe", "key"):
                 self.taps += 1
-        for page in self.atlas.pages:
-            if any(a.get("grid") for a in page.taken.values()):
+        for page in self.atlas.pages:  # grids tried before: offer their levels again
+            coarse = [a for a in page.taken.values() if a.get("grid")]
+            if coarse:
                 self._sweep(page)
+                if any(a not in page.actions for a in coarse):
+                    self._sweep(page)
         if entries:
             self.progress(f"explore: resumed from {len(entries)} recorded actions")
 
@@ -191,8 +204,12 @@ class Explorer:
             self.stopped_because = "the device sends no usable frame"
             raise DeviceError("no usable frame from the device while exploring")
         assert self.recording is not None
+        # An unchanged screen points at the frame already written (PNG encoding is most of an action's cost).
+        same = self._last is not None and not settled.transients and not changed(settled.sketch, self._last[0])
         entry = self.recording.add(action, settled.frame, None, "timed out" if settled.timed_out else "",
-                                   transients=[f for f, _ in settled.transients])
+                                   transients=[f for f, _ in settled.transients],
+                                   same_as=self._last[1] if same and self._last else None)
+        self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients)
         self._prepare(settled.frame)
@@ -236,18 +253,23 @@ class Explorer:
         return self._restart_or_stop()
 
     def _sweep(self, page: PageNode) -> None:
-        if not page.swept and page.actions:
-            page.swept = True
-            page.actions = page.actions + grid_actions(self.device.resolution, page.actions)
+        """Add the next level of grid taps to the page's actions."""
+        if page.swept < 2 and page.actions:
+            page.swept += 1
+            page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
 
     def _work(self, page: PageNode) -> dict[str, Any] | None:
-        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet; on a page
-        nothing led away from, a grid of taps (until one of them does)."""
+        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet. A grid of
+        taps is tried on the start page when nothing visible led away from it (until one tap does), and, once no
+        visible work is left anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
         exits = self.atlas.leaves(page.id)
+        # A dead end is swept only where the game starts (a title screen that starts on a tap anywhere); anywhere
+        # else it may be outside the game (a home screen, where a grid of taps would open other apps).
+        grid_ok = (not exits and page.id == self.atlas.start) or self.sweeping == page.id
         for action in page.actions:
-            if page.tried[action_key(action)] == 0 and not (exits and action.get("grid")):
+            if page.tried[action_key(action)] == 0 and (grid_ok or not action.get("grid")):
                 return action
-        if not exits and not page.swept and not page.loading and page.actions:
+        if grid_ok and page.swept < self.sweep_level(page) and not page.loading and page.actions:
             self._sweep(page)
             return self._work(page)
         for action in page.actions:
@@ -257,8 +279,38 @@ class Explorer:
                 return action
         return None
 
+    def sweep_level(self, page: PageNode) -> int:
+        """How far the page may be swept now: the start page as a dead end fully, the page being swept to the
+        round's level."""
+        if not self.atlas.leaves(page.id) and page.id == self.atlas.start:
+            return 2
+        return self.sweep_round if self.sweeping == page.id else 0
+
+    def _next_sweep(self) -> bool:
+        """Choose the next page to sweep with a grid of taps: every page coarsely first (the one with the most
+        distinct ways out first), then finely; False when every page has been swept."""
+        here = self.atlas.here
+        for level in (1, 2):
+            candidates = [p for p in self.atlas.live_pages() if p.swept < level and p.actions
+                          and self.atlas.leaves(p.id)
+                          and (here.kind == "page" and here.page == p.id or self._route_to(p.id) is not None)]
+            if candidates:
+                break
+        else:
+            return False
+        exits = {p.id: len({o for c in p.results.values() for o in c if o[0] == "page" and o[1] != p.id})
+                 for p in candidates}
+        self.sweep_round = level
+        self.sweeping = max(candidates, key=lambda p: (exits[p.id], -p.id)).id
+        self.progress(f"explore: no visible work left; tapping a grid on page {self.sweeping}")
+        return True
+
     def _has_work(self, page: PageNode) -> bool:
-        return not page.loading and self._work(page) is not None
+        return not page.loading and not page.abandoned and self._work(page) is not None
+
+    def _just_restarted(self) -> bool:
+        entries = self.recording.entries if self.recording is not None else []
+        return bool(entries) and entries[-1]["action"].get("type") == "restart" and self.atlas.here.kind == "page"
 
     def _route(self, start: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from `start` to a page with work left."""
@@ -277,10 +329,45 @@ class Explorer:
                 queue.append(best[1])
         return None
 
-    def _restart_or_stop(self) -> dict[str, Any] | None:
-        if not any(self._has_work(p) for p in self.atlas.pages):
-            self.stopped_because = "every page's actions were tried"
+    def _route_to(self, target: int) -> dict[str, Any] | None:
+        """The first action of the shortest known route from here to `target` (None: here already, or no route)."""
+        here = self.atlas.here
+        if here.kind != "page" or here.page == target:
             return None
+        firsts: dict[int, dict[str, Any] | None] = {here.page: None}
+        queue = deque([here.page])
+        while queue:
+            at = queue.popleft()
+            if at == target:
+                return firsts[at]
+            for action in self.atlas.pages[at].taken.values():
+                best = self.atlas.outcome(at, action_key(action))
+                if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
+                    continue
+                firsts[best[1]] = firsts[at] or action
+                queue.append(best[1])
+        return None
+
+    def _restart_or_stop(self) -> dict[str, Any] | None:
+        if self._just_restarted():
+            # Fresh from a restart and still no route to them: pages seen once off a glitch or a crash, or behind
+            # a one-way door. They are given up (named in the review) instead of restarting for them forever.
+            for page in self.atlas.pages:
+                if self._has_work(page) and self._route_to(page.id) is None and page.id != self.atlas.here.page:
+                    page.abandoned = True
+            route = self._route(self.atlas.here.page) if self.atlas.here.kind == "page" else None
+            if route is not None:
+                return route
+        if not any(self._has_work(p) for p in self.atlas.pages):
+            if not self._next_sweep():
+                self.stopped_because = "every page's actions were tried"
+                return None
+            here = self.atlas.here
+            if here.kind == "page" and here.page == self.sweeping:
+                return self._work(self.atlas.pages[here.page])
+            route = self._route_to(self.sweeping)
+            if route is not None:
+                return route
         if self.restart_app is None:
             self.stopped_because = "nowhere left to go and no way to restart the game"
             return None

@@ -23,7 +23,7 @@ from verifiers.template import FLAT_STD, TemplateCheck
 
 TEMPLATES = 2
 """Templates kept per page: two that each rule out every other page, so one occluded region does not lose it."""
-MAX_CANDIDATES = 40
+MAX_CANDIDATES = 24
 COLOUR_TOLERANCE = int(BUILTIN_DEFAULTS.color_tolerance or 20)
 INSET = 4
 """Pixels trimmed off each side of a cell before cropping (a cell's edge may cut through a neighbour's border)."""
@@ -86,17 +86,20 @@ def _candidates(members: Sequence[np.ndarray], others_sketches: Sequence[Sketch]
 
 
 def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray], *, prefix: str = "page",
-                      title: tuple[Area, str] | None = None) -> list[Signature]:
+                      title: tuple[Area, str] | None = None,
+                      sketches: dict[int, Sketch] | None = None) -> list[Signature]:
     """Signatures that hit on every member frame and, together, miss on every frame in `others`.
 
     Template signatures are named ``draft/<prefix>_<n>`` and are cut from ``members[0]`` (engine.explore.write
     cuts them from the page's first member). `title`: (area, text) read on the members, used as an OCR signature
     when the pixels leave some other frame unexplained (or when there are no pixel signatures at all).
+    `sketches`: a cache of frame sketches by ``id(frame)``, for a caller that passes the same frames many times.
     """
     if not members:
         return []
+    cache = sketches if sketches is not None else {}
     others = [o for o in others if o.shape == members[0].shape]
-    others_sketches = [sketch(o) for o in others]
+    others_sketches = [cache[id(o)] if id(o) in cache else cache.setdefault(id(o), sketch(o)) for o in others]
     first = members[0]
     chosen: list[Signature] = []
     left = set(range(len(others)))

@@ -62,8 +62,10 @@ def sketch(frame: np.ndarray) -> Sketch:
     gray = cv2.cvtColor(used, cv2.COLOR_BGR2GRAY)
     small = cv2.resize(gray, (cols * THUMB, rows * THUMB), interpolation=cv2.INTER_AREA).astype(np.float32)
     thumbs = small.reshape(rows, THUMB, cols, THUMB).transpose(0, 2, 1, 3).reshape(rows, cols, THUMB * THUMB)
-    g = gray.astype(np.float32).reshape(rows, cell, cols, cell)
-    flat = g.std(axis=(1, 3))
+    g = gray.astype(np.float32)
+    mean = cv2.resize(g, (cols, rows), interpolation=cv2.INTER_AREA)
+    square = cv2.resize(g * g, (cols, rows), interpolation=cv2.INTER_AREA)
+    flat = np.sqrt(np.maximum(square - mean * mean, 0.0))
     return Sketch((w, h), cell, colour, thumbs, flat)
 
 

@@ -16,6 +16,9 @@ from pathlib import Path
 from engine.core.errors import ConfigError
 from engine.faces.cli import check_session_arguments
 
+SIM_PACE = 0.5
+"""The built-in simulator answers at once: its screens are waited for half as long as a phone's."""
+
 
 def _resolution(text: str) -> tuple[int, int]:
     try:
@@ -43,7 +46,7 @@ def _namer(graph_dir: str, assets: str | None, server: str | None):
 
 
 def _open(args: argparse.Namespace):
-    """(device, restart, app, resolution) as the options ask."""
+    """(device, restart, app, pace) as the options ask."""
     from engine.config.loader import load_graph
 
     from_graph = load_graph(args.from_graph).resolve(args.server) if args.from_graph else None
@@ -61,7 +64,7 @@ def _open(args: argparse.Namespace):
             pack = load_pack(args.assets, graph.server, fallback=graph.fallback_server)
         device = open_simulated(graph, scenario=scenario, seed=args.seed or 0, assets=pack)
         package, activity = app_names(graph)
-        return device, (lambda: device.restart_app(package, activity)), None
+        return device, (lambda: device.restart_app(package, activity)), None, SIM_PACE
     from engine.device import open_device
 
     size = args.resolution or (tuple(from_graph.resolution) if from_graph is not None else (1280, 720))
@@ -70,7 +73,7 @@ def _open(args: argparse.Namespace):
     activity = args.activity or (_one(from_graph.app.activity) if from_graph is not None and from_graph.app else None)
     restart = (lambda: device.restart_app(package, activity)) if package else None
     app = {"package": package, "activity": activity} if package and activity else None
-    return device, restart, app
+    return device, restart, app, 1.0
 
 
 class _Size:
@@ -95,13 +98,13 @@ def _run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a folder", file=str(out))
     namer = _namer(args.from_graph, args.assets, args.server) if args.from_graph else None
-    device, restart, app = _open(args)
+    device, restart, app, pace = _open(args)
     try:
         result = explore(device, out, taps=args.taps, minutes=args.minutes, restart=restart,
                          reader=None if args.no_ocr else _reader(), namer=namer,
                          game=args.game or f"draft_{out.resolve().name}".replace("-", "_"),
                          server=args.server or "en", app=app, from_graph=args.from_graph,
-                         progress=lambda line: print(line, file=sys.stderr, flush=True))
+                         progress=lambda line: print(line, file=sys.stderr, flush=True), pace=pace)
     finally:
         device.close()
     from engine.config.loader import check_graph

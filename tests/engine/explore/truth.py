@@ -13,6 +13,7 @@ from pathlib import Path
 
 import cv2
 
+from engine.config.assetpacks import load_pack
 from engine.config.loader import load_graph
 from engine.config.schema import KeyAction, SwipeAction, TapAction
 from engine.explore.draft import load_draft
@@ -21,9 +22,10 @@ from engine.sim import SyntheticAssets
 from engine.sim.game import _same_direction
 
 
-def score(draft_dir: Path, truth_dir: Path) -> dict:
+def score(draft_dir: Path, truth_dir: Path, assets: Path | None = None) -> dict:
     truth = load_graph(truth_dir).resolve(None)
-    observer = Observer(truth, SyntheticAssets(truth))
+    pack = load_pack(assets, truth.server, fallback=truth.fallback_server) if assets else SyntheticAssets(truth)
+    observer = Observer(truth, pack)
     draft = load_draft(draft_dir)
     labels: dict[str, str | None] = {}
     for page in draft.pages:

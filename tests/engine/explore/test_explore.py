@@ -1,0 +1,115 @@
+"""Exploring simulated games the explorer knows nothing about: the draft's pages, links and popups against the
+graph the simulator played (truth.py), the written graph validated and used by goto, budgets, resuming, restarts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from conftest import GOOD, PACE, PORTRAIT, game_device
+from truth import score
+
+from engine.config.loader import check_graph
+from engine.explore.draft import load_draft
+from engine.explore.recording import FILE
+from engine.explore.run import explore
+
+
+def _explore(device, out, taps=200, minutes=2.0, **kw):
+    return explore(device, out, taps=taps, minutes=minutes, restart=device.restart, pace=PACE, **kw)
+
+
+def test_explores_the_demo_game_into_a_draft_goto_can_use(tmp_path, good_device):
+    result = _explore(good_device, tmp_path, taps=90)
+    assert check_graph(tmp_path).ok
+    figures = score(tmp_path, GOOD)
+    print("good:", {k: v for k, v in figures.items() if k != "labels"}, "taps", result.taps)
+    assert figures["page_recall"] == 1.0 and figures["page_precision"] == 1.0
+    assert figures["link_recall"] >= 0.8 and figures["link_precision"] == 1.0
+    draft = result.draft
+    # The reward popup opens from a button on the mail page; its dismissal was found.
+    assert any(p.dismiss is not None for p in draft.popups)
+    assert result.taps <= 90
+    # Every link of the draft was confirmed by a second visit, or says it was not.
+    once = {(r.pages[0], r.pages[1]) for r in draft.review if r.kind == "link_seen_once"}
+    assert all(link.seen >= 2 or (link.from_, link.to) in once for link in draft.links)
+    assert (tmp_path / "evidence").is_dir() and (tmp_path / "assets" / "index.json").is_file()
+
+
+def test_a_portrait_game_with_colour_and_ocr_only_tabs_one_way_links_and_a_back_key_page(tmp_path,
+                                                                                        portrait_device):
+    result = _explore(portrait_device, tmp_path, taps=140)
+    figures = score(tmp_path, PORTRAIT)
+    print("portrait:", {k: v for k, v in figures.items() if k != "labels"}, "taps", result.taps)
+    assert figures["page_recall"] == 1.0 and figures["page_precision"] == 1.0
+    assert figures["link_recall"] >= 0.8
+    labels = figures["labels"]
+    kinds = {(labels[link.from_], labels[link.to], link.action.type) for link in result.draft.links}
+    assert ("page_items", "page_items_b", "swipe") in kinds  # the tab reached by swiping
+    assert ("page_news", "page_archive", "tap") in kinds  # the one-way link
+    assert ("page_profile", "page_home", "key") in kinds  # left with the back key only
+    assert not any(l_ for l_ in kinds if l_[:2] == ("page_archive", "page_news"))
+    assert check_graph(tmp_path).ok
+    assert load_draft(tmp_path).resolution == (720, 1280)
+
+
+def test_a_budget_too_small_ends_with_a_partial_draft_that_validates(tmp_path, good_device):
+    result = _explore(good_device, tmp_path, taps=6)
+    assert result.taps <= 6 and result.stopped_because == "the tap budget is spent"
+    assert check_graph(tmp_path).ok
+    assert any(r.kind == "unreached" for r in result.draft.review)
+
+
+def test_running_again_on_the_same_folder_resumes_the_recording(tmp_path, good_device):
+    first = _explore(good_device, tmp_path, taps=12)
+    lines = (tmp_path / FILE).read_text().splitlines()
+    assert len(lines) >= 12
+    second = _explore(good_device, tmp_path, taps=90)
+    seqs = [json.loads(line)["seq"] for line in (tmp_path / FILE).read_text().splitlines()]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > len(lines)
+    assert len(second.draft.pages) >= len(first.draft.pages)
+    assert score(tmp_path, GOOD)["page_recall"] == 1.0
+
+
+class LeavesTheApp:
+    """A game whose tap at one spot leaves to a 'home screen' nothing brings back but restarting the app."""
+
+    def __init__(self, device, spot) -> None:
+        self.device, self.spot, self.away = device, spot, False
+        self.serial, self.resolution = device.serial, device.resolution
+        w, h = device.resolution
+        rng = np.random.default_rng(7)
+        self.home = rng.integers(0, 255, (h, w, 3), dtype=np.uint8)
+
+    def screenshot(self, **kw):
+        return self.home.copy() if self.away else self.device.screenshot(**kw)
+
+    def tap(self, x, y):
+        if self.away:
+            return
+        if abs(x - self.spot[0]) < 40 and abs(y - self.spot[1]) < 40:
+            self.away = True
+            return
+        self.device.tap(x, y)
+
+    def swipe(self, *a, **kw):
+        if not self.away:
+            self.device.swipe(*a, **kw)
+
+    def key(self, name):
+        if not self.away:
+            self.device.key(name)
+
+    def restart(self):
+        self.away = False
+        self.device.restart()
+
+
+def test_leaving_the_game_is_restarted_and_the_explore_goes_on(tmp_path):
+    inner = game_device(GOOD)
+    device = LeavesTheApp(inner, (90, 26))  # the corner label of the login screen
+    result = explore(device, tmp_path, taps=120, minutes=2.0, restart=device.restart, pace=PACE)
+    assert inner.restarts >= 1
+    figures = score(tmp_path, GOOD)
+    assert figures["page_recall"] == 1.0
+    assert any(r.kind == "dead_end" for r in result.draft.review)

@@ -1,0 +1,65 @@
+"""`python -m engine explore` through a real subprocess on the built-in simulator: a small budget still writes a
+draft folder that validate accepts and goto uses; bad options are one stderr line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import GOOD
+
+from engine.explore.draft import load_draft
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("ENGINE_SERIAL", None)
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_explore_writes_a_draft_that_validate_and_goto_accept(tmp_path):
+    out = tmp_path / "draft"
+    result = run("explore", "--out", str(out), "--graph", str(GOOD), "--no-ocr", "--taps", "12", "--minutes", "1")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["ok"] and summary["taps"] <= 12 and summary["pages"] >= 2
+    assert "pages," in result.stderr and "taps and" in result.stderr  # progress on stderr
+    assert "Traceback" not in result.stderr
+    checked = run("validate", str(out))
+    assert checked.returncode == 0, checked.stderr
+    draft = load_draft(out)
+    reached = {link.to for link in draft.links}
+    target = next(p.name for p in draft.pages if p.name in reached)
+    # goto with the draft on the game itself: the simulator plays the true graph, the engine reads the draft
+    with subprocess.Popen([sys.executable, "-m", "engine", "sim", "serve", "--graph", str(GOOD), "--port", "0"],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as sim:
+        try:
+            line = sim.stderr.readline()  # "serving sim-0 on 127.0.0.1:PORT"
+            port = int(line.strip().rsplit(":", 1)[-1])
+            went = run("goto", target, "--serial", "sim-0", "--adb-port", str(port), "--graph", str(out),
+                       "--assets", str(out / "assets"), "--json")
+            assert went.returncode == 0, went.stdout + went.stderr
+            assert json.loads(went.stdout)["status"] == "verified"
+        finally:
+            sim.terminate()
+            sim.wait(timeout=10)
+
+
+def test_bad_options_are_one_line_and_exit_2(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("explore", "--out", str(empty), "--resume", "--graph", str(GOOD))
+    assert result.returncode == 2 and "no recording.jsonl" in result.stderr and "Traceback" not in result.stderr
+    result = run("explore", "--out", str(tmp_path / "x"), "--taps", "0", "--graph", str(GOOD))
+    assert result.returncode == 2 and "--taps" in result.stderr
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    result = run("explore", "--out", str(afile), "--graph", str(GOOD))
+    assert result.returncode == 2 and "is a file" in result.stderr

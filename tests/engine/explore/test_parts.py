@@ -1,0 +1,99 @@
+"""The explorer's parts on their own: frame sketches and covers, tappable regions, titles and names, the recording
+(a torn last line, resuming), candidate grids."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import GOOD
+
+from engine.config.loader import load_graph
+from engine.explore.drafting import slug, title_of
+from engine.explore.explorer import grid_actions
+from engine.explore.recording import FILE, Recording
+from engine.explore.regions import tappable
+from engine.explore.sketch import cover, similarity, sketch
+from engine.sim import SimGame
+
+
+@pytest.fixture(scope="module")
+def screens():
+    game = SimGame(load_graph(GOOD).resolve(None))
+    out = {}
+    for page in ("page_main", "page_shop", "page_mail"):
+        game.goto(page)
+        out[page] = game.frame()
+    game.goto("page_main")
+    game.show_popup("popup_announcement")
+    out["popup"] = game.frame()
+    return out
+
+
+def test_a_changed_counter_is_the_same_page_another_page_is_not(screens):
+    main = screens["page_main"]
+    counter = main.copy()
+    counter[660:700, 1000:1240] = 255 - counter[660:700, 1000:1240]  # the gold counter redrawn
+    assert similarity(sketch(main), sketch(counter)) >= 0.9
+    assert similarity(sketch(main), sketch(screens["page_shop"])) < 0.5
+
+
+def test_a_panel_over_a_dimmed_page_is_a_cover_of_it(screens):
+    found = cover(sketch(screens["popup"]), sketch(screens["page_main"]))
+    assert found is not None and found.gain < 0.6
+    x1, y1, x2, y2 = found.box
+    assert x1 <= 930 < x2 and y1 <= 170 < y2  # the close button's panel
+    assert cover(sketch(screens["page_shop"]), sketch(screens["page_main"])) is None
+
+
+def test_tappable_regions_cover_the_buttons_one_tap_each(screens):
+    centres = [((a[0] + a[2]) // 2, (a[1] + a[3]) // 2) for a in tappable(screens["page_main"])]
+    for x1, y1, x2, y2 in ((900, 300, 1060, 360), (900, 380, 1060, 440), (900, 460, 1060, 520)):  # shop, mail, ...
+        assert sum(x1 <= x < x2 and y1 <= y < y2 for x, y in centres) >= 1
+    back = [c for c in (((a[0] + a[2]) // 2, (a[1] + a[3]) // 2) for a in tappable(screens["page_shop"]))
+            if 20 <= c[0] < 80 and 20 <= c[1] < 70]
+    assert back  # the back arrow beside the title is a tap of its own
+
+
+def test_a_title_is_the_tallest_confident_line_in_the_top_quarter():
+    frame = np.zeros((720, 1280, 3), np.uint8)
+
+    def reader(_frame):
+        return [("Gold 1200", 0.99, (1000, 660, 1240, 700)), ("Shop", 0.95, (100, 20, 400, 70)),
+                ("x", 0.99, (10, 10, 20, 20)), ("Daily Deals", 0.9, (100, 100, 300, 120)),
+                ("Blurry", 0.3, (100, 10, 600, 90))]
+
+    area, text = title_of(frame, reader)
+    assert text == "Shop" and area[0] <= 100 and area[2] >= 400
+    assert title_of(frame, None) is None
+    assert slug("Shop — Daily!") == "shop_daily"
+
+
+def test_the_recording_skips_a_torn_last_line_and_continues_numbering(tmp_path):
+    frame = np.full((72, 128, 3), 90, np.uint8)
+    recording = Recording(tmp_path)
+    recording.add({"type": "screenshot"}, frame)
+    recording.add({"type": "tap", "point": [5, 5]}, frame, transients=[frame])
+    recording.close()
+    with (tmp_path / FILE).open("a") as out:
+        out.write('{"seq": 3, "action": {"type": "ta')  # killed mid-write
+    again = Recording(tmp_path)
+    assert [e["seq"] for e in again.entries] == [1, 2]
+    assert again.read(again.entries[1]["transients"][0]) is not None
+    assert again.read("../outside.png") is None
+    entry = again.add({"type": "key", "key": "back"}, None, same_as=again.entries[0]["frame"])
+    again.close()
+    assert entry["seq"] == 3 and entry["frame"] == "frames/000001.png"
+    lines = (tmp_path / FILE).read_text().splitlines()
+    assert json.loads(lines[-1])["seq"] == 3
+
+
+def test_grid_rounds_leave_out_what_was_tried_and_each_other():
+    tried = [{"type": "tap", "point": [100, 100], "area": [0, 0, 200, 200]}]
+    coarse = grid_actions((1280, 720), tried, 1)
+    fine = grid_actions((1280, 720), tried + coarse, 2)
+    points = {tuple(a["point"]) for a in coarse} | {tuple(a["point"]) for a in fine}
+    assert len(points) == len(coarse) + len(fine)
+    assert not any(x < 200 and y < 200 for x, y in points)
+    assert len(coarse) < len(fine)
