@@ -3,8 +3,10 @@
 The draft is used as any graph is: ``open_session(serial, graph_dir=DRAFT, assets=DRAFT/assets)`` over ADB to a
 simulator built from the truth's graph, pack and page state, and the engine's own goto tool (what
 ``python -m engine goto PAGE --graph DRAFT`` calls). After each goto the truth's observer reads the frame the
-game shows; the goto arrived when that is the true page most of the draft page's member frames show. A goto the
-draft calls verified that did not arrive is a false success. The simulator and the session share a virtual
+game shows; the goto arrived when it says verified and that is the true page most of the draft page's member
+frames show. A goto the
+draft calls verified that did not arrive is a false success; one that failed on the right page did not arrive
+(``there_unverified`` counts those). The simulator and the session share a virtual
 clock, so loading screens and waits cost no wall time.
 """
 
@@ -94,16 +96,17 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
                 result = session.tools.alas_goto(target)
                 seen, real = confirm(sim, truth)
                 expected = page_of[target]
-                arrived = expected is not None and seen == expected
+                there = expected is not None and seen == expected
                 outcomes.append({"target": target, "expected": expected, "ok": result.ok, "status": result.status,
-                                 "seen": seen, "sim": real["page"], "popups": real["popups"], "arrived": arrived,
-                                 "false_success": result.ok and not arrived})
+                                 "seen": seen, "sim": real["page"], "popups": real["popups"], "there": there,
+                                 "arrived": result.ok and there, "false_success": result.ok and not there})
         finally:
             session.close()
     arrived = sum(o["arrived"] for o in outcomes)
     return {
         "gotos": n, "targets": len(targets), "arrived": arrived, "arrival_rate": arrived / n,
         "verified": sum(o["ok"] for o in outcomes),
+        "there_unverified": sum(o["there"] and not o["ok"] for o in outcomes),
         "false_successes": sum(o["false_success"] for o in outcomes),
         "false_success_examples": [(o["target"], o["expected"], o["seen"]) for o in outcomes
                                    if o["false_success"]][:5],
