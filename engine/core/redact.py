@@ -42,7 +42,9 @@ _SECRET_KEY = re.compile(
 _SHAPED = re.compile(r"AIza[0-9A-Za-z_\-]{30,}|ya29\.[0-9A-Za-z_\-.]{10,}|(?<=Bearer )[0-9A-Za-z_\-.=+/]{8,}")
 
 # the password of a URL (postgresql://user:PASSWORD@host/db, mailto://user:PASSWORD@...), whoever printed it
-_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s/]+@")
+# A scheme starts where no scheme character stands before it and is at most 32 long: without both, a long run of
+# letters is tried from each of its characters, and a megabyte of them took minutes (quadratic backtracking).
+_URL_PASSWORD = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{0,31}://[^:/@\s]{0,256}:)[^@\s/]+@")
 
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
@@ -73,7 +75,8 @@ def redact_text(text: str, known: Sequence[str] | None = None) -> str:
     for secret in known_secrets() if known is None else known:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return _URL_PASSWORD.sub(rf"\1{REDACTED}@", _SHAPED.sub(REDACTED, text))
+    text = _SHAPED.sub(REDACTED, text)
+    return _URL_PASSWORD.sub(rf"\1{REDACTED}@", text) if "://" in text else text
 
 
 def scrub(value: Any, *, known: Sequence[str] | None = None) -> Any:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine.core.redact import REDACTED, RedactingStream, add_secret, redact, redact_text, scrub
 from engine.core.results import make_result
 from engine.faces.cli import emit
@@ -89,3 +91,15 @@ def test_the_password_of_a_url_is_redacted_wherever_it_is_printed():
                        "http://127.0.0.1:8080/hook stays")
     assert "s3cr" not in text and "postgresql://engine:[redacted]@db.lan:5432/fleet?sslmode=require" in text
     assert "http://127.0.0.1:8080/hook stays" in text
+
+
+@pytest.mark.parametrize("text", ["a" * 1_000_000, "a" * 500_000 + "://" + "b" * 500_000,
+                                  ("ab://c:" + "d" * 1000) * 500, "x://" * 200_000])
+def test_redacting_a_megabyte_costs_linear_time(text):
+    """An oversized model answer or log line goes through redaction whole: the URL-password rule once backtracked
+    quadratically on a long run of letters (minutes for a megabyte). CPU seconds, so load does not matter."""
+    import time
+
+    started = time.process_time()
+    assert len(redact_text(text)) >= len(text) // 2
+    assert time.process_time() - started < 1.0
