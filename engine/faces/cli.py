@@ -42,8 +42,10 @@ def check_session_arguments(args: argparse.Namespace) -> None:
     """Resolve ``--serial`` (auto: discover; sim: the embedded simulator; engine.faces.pick) into a serial, or None
     for the simulator, then refuse (ConfigError, exit 2) session options that would be silently ignored: ADB
     server options with the simulator (it runs its own ADB server), simulator options with a device."""
-    from engine.faces.pick import resolve_serial
+    from engine.faces.pick import AUTO, SIM, resolve_serial
 
+    if args.serial not in (None, AUTO, SIM):  # refused before anything looks for a device or an ADB server
+        _refuse_simulator_options(args)
     resolve_serial(args)
     if args.serial is None:
         given = [flag for flag, value in (("--adb-host", args.adb_host), ("--adb-port", args.adb_port))
@@ -52,6 +54,10 @@ def check_session_arguments(args: argparse.Namespace) -> None:
             raise ConfigError(f"{' and '.join(given)} given without --serial: the embedded simulator runs behind "
                               "its own ADB server (to reach a `sim serve`, pass --serial sim-0 too)")
         return
+    _refuse_simulator_options(args)
+
+
+def _refuse_simulator_options(args: argparse.Namespace) -> None:
     given = [flag for flag, value in (("--scenario", args.scenario), ("--seed", args.seed)) if value is not None]
     if given:
         raise ConfigError(f"{' and '.join(given)} given with --serial {args.serial}: simulator options apply to "

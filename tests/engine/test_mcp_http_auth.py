@@ -117,7 +117,7 @@ def test_a_token_locks_the_http_face_and_never_reaches_the_logs(tmp_path):
     token_file.write_text(TOKEN + "\n")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGINE_") and k != "GEMINI_API_KEY"}
-    env.update(ENGINE_LOG_LEVEL="DEBUG", PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    env.update(ENGINE_LOG_LEVEL="DEBUG", ENGINE_SERIAL="sim", PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     argv = [sys.executable, "-m", "engine", "serve", "--transport", "http", "--port", str(port),
             "--token-file", str(token_file), "--allowed-host", "proxy.example", "--ssl-certfile", str(certfile),
             "--ssl-keyfile", str(keyfile), "--transcript", str(tmp_path / "run")]

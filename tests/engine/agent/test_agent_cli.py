@@ -27,7 +27,7 @@ def agent(*args: str, home: Path, url: str | None = None) -> subprocess.Complete
     """Run ``python -m engine agent ARGS``; with `url`, a key and that endpoint make the model available."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ENGINE_", "GEMINI_", "GOOGLE_"))}
-    env.update(ENGINE_HOME=str(home), ENGINE_VISION_BASE_URL=DEAD_ENDPOINT,
+    env.update(ENGINE_HOME=str(home), ENGINE_VISION_BASE_URL=DEAD_ENDPOINT, ENGINE_SERIAL="sim",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     env.setdefault("ADBUTILS_ADB_PATH", "/bin/false")
     if url is not None:

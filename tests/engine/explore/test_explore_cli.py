@@ -16,8 +16,20 @@ from engine.explore.draft import load_draft
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def _dead_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # No --serial and no ENGINE_SERIAL: auto, which finds nothing here and explores the built-in simulator. The scan
+    # probes no port and asks an ADB server port nothing listens on, so that an emulator another test serves at the
+    # same time (on a default port) is never taken.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ENGINE_DISCOVERY_PORTS": "", "ENGINE_EMULATOR_PATHS": "",
+           "ANDROID_ADB_SERVER_PORT": str(_dead_port())}
     env.pop("ENGINE_SERIAL", None)
     return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=env)

@@ -202,15 +202,22 @@ def test_status_pause_resume_and_run_now_work_on_the_shared_database(tmp_path):
 
 def test_two_simulated_devices_with_kills_under_chaos_miss_nothing_and_claim_nothing_twice():
     """The short CI form of `schedule simulate` (the long form: benchmarks/test_bench_schedule.py with
-    SCHEDULE_SIM_DAYS=2)."""
+    SCHEDULE_SIM_DAYS=2). The kill is aimed at a claimed run, so the commission that run was collecting waits out
+    the scheduler's time down (up to 600 s) and, when chaos fails its next attempt too, the retry ladder's gaps:
+    on a sample of some 20 collections that one sets the p95 (seen 1593 s once in three runs, under 600 s in the
+    others), so the bound is the downtime plus the ladder (KILLED_RUN_DELAY_S)."""
     from engine.runtime.schedsim import simulate
 
     report = simulate(days=0.25, seed=3, devices=2, kills=1, scenario=str(ROOT / "tests/data/scenarios/chaos.yaml"))
     assert report["scheduler_restarts"] == 1 and report["devices"] == 2
     assert report["kills_mid_run"] == 1 and report["takeovers"] >= 1  # the kill hit claimed runs: taken over
     assert report["double_claims"] == 0 and report["false_successes"] == 0 and report["missed_days"] == 0
-    assert report["collect_delay_p95_s"] <= 600 and report["collected"] >= 10
+    assert report["collect_delay_p95_s"] <= KILLED_RUN_DELAY_S and report["collected"] >= 10
     assert report["runs"] >= 40 and report["ok"]
+
+
+KILLED_RUN_DELAY_S = 600 + 60 + 120 + 1800
+"""The longest a killed run's collection may wait: the simulated time down, then the retry gaps 60, 120, 1800 s."""
 
 
 def test_a_clock_that_jumps_forward_is_reported_and_each_task_runs_once(tmp_path):
