@@ -314,31 +314,23 @@ class Explorer:
 
     def _route(self, start: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from `start` to a page with work left."""
-        firsts: dict[int, dict[str, Any] | None] = {start: None}
-        queue = deque([start])
-        while queue:
-            at = queue.popleft()
-            node = self.atlas.pages[at]
-            if at != start and self._has_work(node):
-                return firsts[at]
-            for action in node.taken.values():
-                best = self.atlas.outcome(at, action_key(action))
-                if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
-                    continue
-                firsts[best[1]] = firsts[at] or action
-                queue.append(best[1])
-        return None
+        return self._first_action(start, lambda at: at != start and self._has_work(self.atlas.pages[at]))
 
     def _route_to(self, target: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from here to `target` (None: here already, or no route)."""
         here = self.atlas.here
         if here.kind != "page" or here.page == target:
             return None
-        firsts: dict[int, dict[str, Any] | None] = {here.page: None}
-        queue = deque([here.page])
+        return self._first_action(here.page, lambda at: at == target)
+
+    def _first_action(self, start: int, reached: Callable[[int], bool]) -> dict[str, Any] | None:
+        """Breadth first over the links known to lead to a page (loading screens excluded): the first action of the
+        shortest route from `start` to a page `reached` accepts, or None."""
+        firsts: dict[int, dict[str, Any] | None] = {start: None}
+        queue = deque([start])
         while queue:
             at = queue.popleft()
-            if at == target:
+            if reached(at):
                 return firsts[at]
             for action in self.atlas.pages[at].taken.values():
                 best = self.atlas.outcome(at, action_key(action))
