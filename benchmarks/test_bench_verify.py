@@ -1,11 +1,13 @@
 """Verification latency and memory on 2 cores (see benchmarks/README.md for the table and how to run).
 
-Targets: verify the expected page p50 <= 0.2 ms (asserted <= 0.3 ms) and at most 0.75 of the naive way (the whole
-frame converted to gray, then the same checks) measured in the same run; classify among every Azur Lane page and
-popup p50 <= 10 ms and at most half of a naive ALAS-style baseline measured in the same run; OCR of one known
-region p50 <= 12 ms (asserted <= 18 ms) and at most 0.85 of RapidOCR's full pipeline on the same crop; vision
-round trip against a local endpoint <= 20 ms of our own overhead; peak RSS of observing <= 200 MB without OCR and
-<= 600 MB with it. Ratios come from the two ways timed in alternation, so a busy machine slows both alike.
+Asserted, each against a baseline timed in alternation with ours in the same run (so a busy machine slows both
+alike): verifying the expected page at most 0.75 of the naive way (the whole frame converted to gray, then the same
+checks); classifying among every Azur Lane page and popup at most half of a naive ALAS-style classifier; OCR of one
+known region at most 0.85 of RapidOCR's full pipeline on the same crop and 0.97 of its recognition alone; the vision
+client at most a few times the bare HTTP round trip to the same local endpoint. Peak RSS of observing <= 200 MB
+without OCR and <= 600 MB with it. Absolute times (targets: verify p50 ~0.2 ms, classify ~10 ms, OCR ~12 ms on the
+machine of the README's tables) are printed and written to the run's figures file, never asserted: machines here
+differ two-fold.
 """
 
 from __future__ import annotations
