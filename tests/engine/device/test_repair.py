@@ -149,6 +149,10 @@ def test_the_engines_own_server_is_restarted(home, fast_policies, dead_port, mon
         assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "adb"
     finally:
         adbserver.kill(port=dead_port, force=True)
+    end = time.monotonic() + 10  # the restarted server is ours: nothing of it is left running
+    while adbserver.probe_server("127.0.0.1", dead_port)[0] != "none" and time.monotonic() < end:
+        time.sleep(0.1)
+    assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "none"
 
 
 def _unknown_transport(monkeypatch):
