@@ -8,8 +8,9 @@ to whatever is left, and checks that no member of the group is still alive (zomb
 not count: they run nothing).
 
 An adb server the program starts (``adb -L tcp:PORT fork-server server``) daemonises out of the group, so killing
-the group misses it: given the ADB server port the program was told (``adb_port``), the worker ends whatever adb
-server listens there after the run that did not listen there before it (engine.device.procnet finds it).
+the group misses it: given the ADB server port the program was told (``adb_port``), the worker ends every adb server
+for that port after the run that was not there before it, whether it listens there already or is still starting
+(a group killed while its adb client waited for the server: engine.device.procnet finds both).
 
 Linux (and other POSIX systems with /proc): process groups and /proc are how the group is found and ended.
 """
@@ -87,9 +88,9 @@ class Worker:
     def start(self) -> None:
         """Start the program (OSError when it cannot be started: no such interpreter, not executable)."""
         if self.adb_port:
-            from engine.device.procnet import listener_pids
+            from engine.device.procnet import adb_server_pids, listener_pids
 
-            self._listeners_before = set(listener_pids(self.adb_port))
+            self._listeners_before = set(listener_pids(self.adb_port)) | set(adb_server_pids(self.adb_port))
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                      bufsize=1, start_new_session=True)
@@ -169,13 +170,15 @@ class Worker:
             self._finish_reading()  # after the strays: a daemon keeps the output pipe open while it lives
 
     def _end_strays(self, grace: float) -> list[int]:
-        """TERM (then KILL) every adb server listening on `adb_port` now that did not before the run."""
+        """TERM (then KILL) every adb server for `adb_port` (listening there, or started for it) that was not
+        there before the run."""
         if not self.adb_port:
             return []
-        from engine.device.procnet import cmdline, listener_pids
+        from engine.device.procnet import adb_server_pids, cmdline, listener_pids
 
-        strays = [pid for pid in listener_pids(self.adb_port) if pid not in self._listeners_before
-                  and pid != os.getpid() and "fork-server" in cmdline(pid)]
+        listening = [pid for pid in listener_pids(self.adb_port) if "fork-server" in cmdline(pid)]
+        strays = sorted(pid for pid in {*listening, *adb_server_pids(self.adb_port)}
+                        if pid not in self._listeners_before and pid != os.getpid())
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in strays:
                 try:

@@ -88,14 +88,15 @@ def _quoted(path: Path) -> str:
 
 
 def read_mumu12(root: Path) -> Found:
-    """MuMu 12 (and MuMu X): ``vms/<name>/*.nemu`` (or ``vms/<name>/configs/*.nemu``) forwards a host port to
-    5555; an instance whose file has no forwarding record (MuMu 12 v4.0.4's default one) is on 16384 + 32 n.
-    Source: ALAS emulator_windows.py iter_instances (MuMuPlayer12 branch) and emulator_base.py MuMuPlayer12_id."""
+    """MuMu 12 (and MuMu X): ``vms/<name>/*.nemu`` (the files right in the instance's folder, as ALAS lists them)
+    forwards a host port to 5555; an instance whose file has no forwarding record (MuMu 12 v4.0.4's default one) is
+    on 16384 + 32 n. Source: ALAS emulator_windows.py iter_instances (MuMuPlayer12 branch: iter_folder(folder,
+    ext='.nemu'), then the v4.0.4 fix) and emulator_base.py MuMuPlayer12_id."""
     found = Found()
     manager = root / "shell" / "MuMuManager.exe"
     for folder in _folders(root / "vms", found):
         port = None
-        for nemu in sorted([*folder.glob("*.nemu"), *folder.glob("configs/*.nemu")]):
+        for nemu in sorted(folder.glob("*.nemu")):
             text = _read(nemu, found)
             port = forwarded_port(text) if text else None
             if port:

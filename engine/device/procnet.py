@@ -1,4 +1,5 @@
-"""Which processes listen on a loopback TCP port, from Linux's /proc (an adb server left behind is found so)."""
+"""Which processes listen on a loopback TCP port, or are adb servers started for one, from Linux's /proc (an adb
+server left behind is found so)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,20 @@ def cmdline(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
     except OSError:
         return []
+
+
+def adb_server_pids(port: int) -> list[int]:
+    """Pids of adb servers started for `port`, listening yet or not: adb's client starts its server as
+    ``adb -L tcp:PORT fork-server server --reply-fd N`` (AOSP adb/client/main.cpp, launch_server), and a server
+    still starting (or waiting to bind) holds no socket yet. Empty off Linux."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    pids = []
+    for name in names:
+        if name.isdigit():
+            argv = cmdline(int(name))
+            if "fork-server" in argv and any(a.startswith("tcp:") and a.endswith(f":{port}") for a in argv):
+                pids.append(int(name))
+    return sorted(pids)

@@ -5,7 +5,8 @@ Every answer of the ADB server that means a broken link is classified first, so 
 connect's replies (connected, already connected, refused, bad port, failed), the device list's offline and
 unauthorized rows, and the failures of a request ("device not found", "device offline", "closed", "unknown host
 service"). Some answers stop the ladder early because no later step helps: a bad port (the serial is wrong), an
-unauthorized device (a person must accept the prompt).
+unauthorized device (a person must accept the prompt), an unknown host service (the server is another adb, which
+neither a reconnect nor the emulator's restart changes).
 """
 
 from __future__ import annotations
@@ -48,10 +49,11 @@ def classify_connect(reply: str) -> str:
 
 def classify_failure(text: str) -> str:
     """What a failed request's message means: device not found, device offline, unauthorized, closed, unknown host
-    service, server down, or other."""
+    service, server down, or other. An unknown host service is looked for first: a health record's status word
+    (``device_offline: ...``) may precede adb's own."""
     lower = text.lower()
-    for needle, kind in (("unauthorized", "unauthorized"), ("offline", "device offline"),
-                         ("unknown host service", "unknown host service"), ("not found", "device not found"),
+    for needle, kind in (("unknown host service", "unknown host service"), ("unauthorized", "unauthorized"),
+                         ("offline", "device offline"), ("not found", "device not found"),
                          ("no devices", "device not found"), ("refused", "server down"),
                          ("closed", "closed"), ("reset", "closed"), ("timed out", "timeout"),
                          ("no answer", "timeout")):
@@ -163,6 +165,8 @@ class Ladder:
             try:
                 states = {info.serial: info.state for info in client.list()}
             except Exception as exc:  # noqa: BLE001 - the server itself is unreachable: the next step's business
+                if classify_failure(str(exc)) == "unknown host service":
+                    return "stop", self._foreign_server(str(exc))
                 return "failed", f"the ADB server does not answer ({classify_failure(str(exc))}: {exc})"
             state = states.get(serial)
             if state == "unauthorized":
@@ -179,7 +183,15 @@ class Ladder:
                     return "failed", f"adb connect {serial}: {reply} ({kind})"
         client.forget_version()
         ok, health = self._healthy()
+        if not ok and classify_failure(health) == "unknown host service":  # no later step teaches it the request
+            return "stop", self._foreign_server(health)
         return ("ok" if ok else "failed"), f"{reply}; health {health}"
+
+    def _foreign_server(self, error: str) -> str:
+        port = getattr(self.device, "port", None)
+        return (f"the ADB server{f' on port {port}' if port else ''} does not know a request of the engine's adb "
+                f"({error}): it is another adb; `python -m engine devices` prints both versions: set ENGINE_ADB to "
+                f"the server's adb, or stop that server (ENGINE_ADB_TAKEOVER=1 lets the engine restart it)")
 
     def _restart_server(self) -> tuple[str, str]:
         from engine.device import adbserver

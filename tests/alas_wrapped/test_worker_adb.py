@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import sys
 import time
 
 from alas_wrapped.worker import Worker
-from engine.device.procnet import listener_pids
+from engine.device.procnet import adb_server_pids, listener_pids
 
 # What `adb -L tcp:PORT fork-server server` does when a client starts it (AOSP adb/client/main.cpp: the client
 # forks, the child calls setsid() and serves): here a Python stand-in double-forks, leaves the group with setsid,
-# listens on the port and waits. Its argv carries "fork-server server", as adb's does.
+# listens on the port and waits. Its argv carries "tcp:PORT fork-server server", as adb's does.
 DAEMON = """
 import os, socket, sys, time
 port = int(sys.argv[1])
@@ -45,7 +48,8 @@ def _wait_listening(port: int, seconds: float = 5.0) -> list[int]:
 
 def test_an_adb_server_left_on_the_runs_port_is_ended(tmp_path):
     port = _free_port()
-    worker = Worker([sys.executable, "-c", DAEMON, str(port), "fork-server", "server"], cwd=tmp_path, adb_port=port)
+    worker = Worker([sys.executable, "-c", DAEMON, str(port), f"tcp:{port}", "fork-server", "server"], cwd=tmp_path,
+                    adb_port=port)
     worker.start()
     daemon = _wait_listening(port)
     assert daemon, "the stand-in did not listen"
@@ -67,3 +71,46 @@ def test_a_listener_that_was_there_before_the_run_is_left_alone(tmp_path):
         worker.kill("exited")
         assert worker.strays == []
         assert listener_pids(port)  # still ours, still listening
+
+
+# The same daemon caught while it starts: the group is killed while ALAS's adb client waits for its server, which
+# has left the group but holds no socket yet (here it never binds). Found by its argv, it is ended all the same.
+STARTING = DAEMON.replace("s = socket.socket()", "time.sleep(60)\ns = socket.socket()")
+
+
+def test_an_adb_server_still_starting_when_the_run_is_killed_is_ended(tmp_path):
+    port = _free_port()
+    worker = Worker([sys.executable, "-c", STARTING, str(port), "-L", f"tcp:{port}", "fork-server", "server"],
+                    cwd=tmp_path, adb_port=port)
+    worker.start()
+    try:
+        end = time.monotonic() + 5
+        while len(adb_server_pids(port)) < 2 and time.monotonic() < end:  # the run's process and its daemon
+            time.sleep(0.05)
+        daemon = [pid for pid in adb_server_pids(port) if pid != worker.pid]
+        assert daemon and listener_pids(port) == []  # started, left the group, not listening
+        worker.wait(time.monotonic() + 5)  # the first fork exits after 0.5 s: the run is over, the daemon is not
+        assert worker.kill("exited") == []
+        assert worker.strays == daemon
+        assert adb_server_pids(port) == []
+    finally:  # a failing run of this test leaves no stand-in behind either (only ours carry this free port)
+        for pid in adb_server_pids(port):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_an_adb_server_for_the_port_that_was_there_before_is_left_alone(tmp_path):
+    port = _free_port()
+    before = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-L", f"tcp:{port}",
+                               "fork-server", "server"])
+    try:
+        end = time.monotonic() + 5
+        while not adb_server_pids(port) and time.monotonic() < end:
+            time.sleep(0.05)
+        worker = Worker([sys.executable, "-c", "pass"], cwd=tmp_path, adb_port=port)
+        worker.start()
+        worker.wait(time.monotonic() + 5)
+        worker.kill("exited")
+        assert worker.strays == [] and before.poll() is None
+    finally:
+        before.kill()
+        before.wait(5)

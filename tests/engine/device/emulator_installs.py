@@ -37,10 +37,13 @@ def machine_file(path: Path, name: str, port: int | None) -> None:
 
 
 def mumu12(root: Path, ports: dict[str, int | None]) -> Path:
-    """MuMuPlayer-12.0/vms/<name>/<name>.nemu (ALAS iter_instances, MuMuPlayer12 branch); a None port writes a
-    file without the adb rule, as MuMu 12 v4.0.4's default instance has (ALAS then uses 16384 + 32 n)."""
+    """MuMuPlayer-12.0/vms/<name>/<name>.nemu, right in the instance's folder (ALAS iter_instances, MuMuPlayer12
+    branch, lists that folder's .nemu files, not its sub-folders), beside the configs/ folder MuMu keeps there; a
+    None port writes a file without the adb rule, as MuMu 12 v4.0.4's default instance has (ALAS then uses
+    16384 + 32 n)."""
     for name, port in ports.items():
-        machine_file(root / "vms" / name / "configs" / f"{name}.nemu", name, port)
+        machine_file(root / "vms" / name / f"{name}.nemu", name, port)
+        (root / "vms" / name / "configs").mkdir(exist_ok=True)
     (root / "shell").mkdir(parents=True, exist_ok=True)
     return root
 

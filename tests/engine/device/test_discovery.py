@@ -151,6 +151,27 @@ def test_scan_merges_server_files_and_probes_one_row_per_device(tmp_path, no_env
     assert found.server["running"] and found.problems == []
 
 
+def test_linux_containers_are_told_apart_by_getprop_and_the_games_package_is_shown(no_env, tiny_graph):
+    from engine.sim.shell import app_names
+
+    package, _ = app_names(tiny_graph)
+    games = {serial: SimGame(tiny_graph, seed=0) for serial in ("127.0.0.1:5600", "192.168.240.112:5555",
+                                                                 "127.0.0.1:6555", "phone-1")}
+    with FakeAdbServer(games) as server:
+        # ro.product.model as each reports it: redroid's image names, waydroid's, Genymotion's VirtualBox build
+        models = {"127.0.0.1:5600": "redroid13_x86_64", "192.168.240.112:5555": "WayDroid x86_64 Device",
+                  "127.0.0.1:6555": "Genymotion vbox86p", "phone-1": "Pixel 7"}
+        for serial, model in models.items():
+            server.devices[serial].props["ro.product.model"] = model
+        found = discovery.scan(adb_port=server.port, ports=[], package=package)
+        missing = discovery.scan(adb_port=server.port, ports=[], package="com.example.absent")
+    kinds = {row.serial: row.emulator for row in found.rows}
+    assert kinds == {"127.0.0.1:5600": "redroid", "192.168.240.112:5555": "waydroid",
+                     "127.0.0.1:6555": "Genymotion", "phone-1": None}
+    assert {row.package for row in found.rows} == {package}
+    assert {row.package for row in missing.rows} == {None}
+
+
 def test_a_mumu_port_that_moved_by_two_is_followed(tmp_path, no_env):
     low, _, high = sorted(_free_ports(3))
     stub = AdbdStub(port=high)

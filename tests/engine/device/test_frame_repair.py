@@ -6,6 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
+from engine.core.errors import EngineError
 from engine.device import AdbDevice
 from engine.device import frames
 from engine.sim import FakeAdbServer, SimGame
@@ -86,3 +87,21 @@ def test_a_device_turns_a_rotated_frame_and_repairs_damaged_bytes(tiny_graph, fa
             else real_exec(c)
         assert np.array_equal(device.screenshot(), upright)
         assert "CRLF" in device.frame_repairs[0]
+
+
+def test_adbutils_screenshot_is_never_used_and_an_undecodable_frame_is_an_error(tiny_graph, fast_policies,
+                                                                                 monkeypatch):
+    import adbutils
+
+    def black_on_failure(*args, **kwargs):  # adbutils' screenshot() returns a black image when decoding fails
+        raise AssertionError("adbutils' screenshot() was called")
+
+    monkeypatch.setattr(adbutils.AdbDevice, "screenshot", black_on_failure)
+    game = SimGame(tiny_graph, seed=3)
+    with FakeAdbServer({"sim-0": game}) as server:
+        device = AdbDevice("sim-0", host="127.0.0.1", port=server.port, policies=fast_policies, sleep=lambda s: 0)
+        assert device.screenshot().mean() > 1
+        device._exec = lambda command: b"\x89PNG\r\n\x1a\n not an image at all"
+        with pytest.raises(Exception) as caught:
+            device.screenshot()
+        assert isinstance(caught.value, EngineError), repr(caught.value)  # a structured error, never a black frame

@@ -65,6 +65,7 @@ def test_connect_replies_are_classified(reply, kind):
     ("connection closed mid-answer", "closed"),
     ("unknown host service 'host:tport:serial:x'", "unknown host service"),
     ("[Errno 111] Connection refused", "server down"),
+    ("device_offline: health: ADB error: unknown host service 'host:tport:serial:x'", "unknown host service"),
 ])
 def test_request_failures_are_classified(text, kind):
     assert classify_failure(text) == kind
@@ -148,3 +149,76 @@ def test_the_engines_own_server_is_restarted(home, fast_policies, dead_port, mon
         assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "adb"
     finally:
         adbserver.kill(port=dead_port, force=True)
+    end = time.monotonic() + 10  # the restarted server is ours: nothing of it is left running
+    while adbserver.probe_server("127.0.0.1", dead_port)[0] != "none" and time.monotonic() < end:
+        time.sleep(0.1)
+    assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "none"
+
+
+def _unknown_transport(monkeypatch):
+    """A server that lists devices but knows no transport request (what an adb server of another make or age answers
+    to a request it lacks: adb's own words, AOSP adb/adb.cpp handle_host_request)."""
+    from engine.sim import adb_protocol
+
+    real = adb_protocol.Conversation.host_request
+
+    def host_request(self, request):
+        if request.startswith(("host:transport", "host:tport:")):
+            self.fail(f"unknown host service '{request}'")
+            return False
+        return real(self, request)
+
+    monkeypatch.setattr(adb_protocol.Conversation, "host_request", host_request)
+
+
+# Every failure reply of point 4: how the fake server is told to give it, the step that brings the device back (or
+# the step that stops the ladder), and the words of the message when nothing can help.
+FAILURES = {
+    "connected": ({}, "reconnect", None),
+    "already connected": ({"connected_once": True}, "reconnect", None),
+    "refused": ({"connect_reply": "refused", "adb_state": "offline"}, "restart_emulator", None),
+    "failed": ({"connect_reply": "failed", "adb_state": "offline"}, "restart_emulator", None),
+    "bad port": ({"connect_reply": "bad port", "adb_state": "offline"}, None, "the serial is wrong"),
+    "offline row": ({"adb_state": "offline"}, "restart_emulator", None),
+    "unauthorized row": ({"adb_state": "unauthorized"}, None, "accept the USB debugging prompt"),
+    "device offline": ({"adb_error": "offline", "adb_error_p": 1.0}, "restart_emulator", None),
+    "closed": ({"adb_error": "closed", "adb_error_p": 1.0}, "restart_emulator", None),
+    "device not found": ({"gone": True}, "restart_emulator", None),
+    "unknown host service": ({"unknown_service": True}, None, "ENGINE_ADB"),
+}
+
+
+@pytest.mark.parametrize("reply", list(FAILURES))
+def test_every_failure_reply_leads_to_its_step_or_a_clear_message_inside_its_bound(serve, fast_policies, reply,
+                                                                                    monkeypatch):
+    from engine.sim.scenario import Faults
+
+    setup, fixed_by, words = FAILURES[reply]
+    setup = dict(setup)
+    gone, once = setup.pop("gone", False), setup.pop("connected_once", False)
+    if setup.pop("unknown_service", False):
+        _unknown_transport(monkeypatch)
+    server = serve(**{k: v for k, v in setup.items()})
+    device = server.devices[SERIAL]
+    device.connected_once = once
+    if gone:
+        del server.devices[SERIAL]
+
+    def emulator(argv, **kw):  # the emulator's own tool brings the instance back as it was meant to be
+        device.state, device.connect_reply, device.faults = "device", None, Faults()
+        server.devices[SERIAL] = device
+        return type("Done", (), {"returncode": 0})()
+
+    ladder, records = _ladder(server, fast_policies, restart=["emulator-tool restart 0"], run=emulator)
+    start = time.monotonic()
+    result = ladder.repair()
+    elapsed = time.monotonic() - start
+    # a reconnect is bounded by two health timeouts (the list and connect, then the probe); the emulator's restart by
+    # its up bound (2 s here) and one more reconnect; 3x headroom
+    bound = fast_policies.get("health").timeout
+    assert elapsed < 3 * (4 * bound + 2.0), (reply, elapsed)
+    assert len(records) == len(result.steps)  # every step written to the transcript
+    if fixed_by is not None:
+        assert result.ok and result.steps[-1].name == fixed_by, result.describe()
+    else:
+        assert not result.ok and words in result.advice and len(result.steps) == 1, result.describe()
