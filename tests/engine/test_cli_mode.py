@@ -50,11 +50,24 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
                           capture_output=True, text=True, timeout=120)
 
 
+# The swipes here test the CLI's arguments, not the swipe policy's 0.95 s bound, which holds the swipe's own
+# duration (300 ms by default) and the look after it: three cold CLI processes at once on a loaded 2-core machine
+# went past it (976 ms). The bound itself is tested with the tools (tests/engine/test_tools.py) and the device
+# benchmarks; here the swipe gets a roomy one.
+ROOMY_SWIPE = """policies:
+  swipe: {attempts: 3, timeout: 10, wait: {type: fixed, seconds: 0.05}, retry_on: [ConnectionLost, DeviceOffline],
+          reconnect: true}
+"""
+
+
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     tmp = tmp_path_factory.mktemp("cli")
+    (tmp / "policies.yaml").write_text(ROOMY_SWIPE)
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {key: pool.submit(_run, [a.format(tmp=tmp) for a in args]) for key, args in FLAGS.items()}
+        futures = {key: pool.submit(_run, [a.format(tmp=tmp) for a in args]
+                                    + (["--policies", str(tmp / "policies.yaml")] if key.startswith("swipe") else []))
+                   for key, args in FLAGS.items()}
         done = {key: future.result() for key, future in futures.items()}
     done["_tmp"] = tmp  # type: ignore[assignment]
     return done
