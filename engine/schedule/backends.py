@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 5000
 """How long a write waits for another writer (SQLite's busy timeout, PostgreSQL's lock_timeout)."""
 CONNECT_TIMEOUT_S = 10
+URL_FORM = "the form is postgresql://USER@HOST:PORT/DB?sslmode=require, its password after USER and a colon"
 STATEMENT_TIMEOUT_MS = 15000
 
 
@@ -85,8 +86,13 @@ def database_url(db: str | Path | None = None, db_file: str | Path | None = None
 
 
 def database_exists(url: str | Path) -> bool:
-    """Whether there is a schedule to share: a SQLite file that exists, or any PostgreSQL URL (its server says)."""
-    return open_backend(url).exists()
+    """Whether there is a schedule to share: a SQLite file that exists, or a PostgreSQL database that holds its
+    tables (ScheduleUnreachable when its server does not answer)."""
+    backend = open_backend(url)
+    try:
+        return backend.exists()
+    finally:
+        backend.close_all()
 
 
 def open_backend(url: str | Path) -> SqliteBackend | PostgresBackend:
@@ -295,18 +301,25 @@ class PostgresBackend(_Backend):
         import psycopg
 
         self.ERRORS = (psycopg.Error,)
-        parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://", 1))
-        if parts.password:
-            add_secret(unquote(parts.password))  # from now on no log line, result or message can carry it
-            add_secret(parts.password)
+        userinfo = url.split("://", 1)[1].split("/", 1)[0].rpartition("@")[0]
+        if ":" in userinfo:  # before anything parses the URL (and may fail on it): no message can carry it
+            add_secret(userinfo.split(":", 1)[1])
+            add_secret(unquote(userinfo.split(":", 1)[1]))
+        try:
+            parts = urlsplit(url.replace("postgresql+psycopg://", "postgresql://", 1))
+            port = parts.port
+        except ValueError as exc:  # a port that is no number, a broken [IPv6] host
+            raise ScheduleError(f"not a database URL: {redact_text(url)[:160]!r} ({exc}); {URL_FORM}") from None
         self.url = urlunsplit(parts)
         host = parts.hostname or "localhost"
-        netloc = f"{parts.username + '@' if parts.username else ''}{host}{f':{parts.port}' if parts.port else ''}"
+        netloc = f"{parts.username + '@' if parts.username else ''}{host}{f':{port}' if port else ''}"
         self.where = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
         self.path = None
 
     def exists(self) -> bool:
-        return True
+        """Whether the database holds a schedule (its tables): an empty one is no schedule yet, as a missing file
+        is on SQLite. A server that does not answer raises ScheduleUnreachable."""
+        return bool(self.read("SELECT to_regclass('meta') IS NOT NULL AS here")[0]["here"])
 
     def connect(self) -> Any:
         import psycopg
@@ -324,6 +337,9 @@ class PostgresBackend(_Backend):
         if isinstance(exc, (psycopg.errors.LockNotAvailable, psycopg.errors.TransactionRollback)):
             return ScheduleError(f"the schedule database {self.where}: another writer held a row past "
                                  f"{BUSY_TIMEOUT_MS / 1000:.0f} s or crossed this one; try again", path=self.where)
+        if isinstance(exc, psycopg.ProgrammingError) and not getattr(exc, "sqlstate", None):
+            return ScheduleError(f"the database URL of {self.where} is not usable: {text}; {URL_FORM}",
+                                 path=self.where)
         if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
             return ScheduleUnreachable(f"cannot reach the schedule database {self.where}: {text}", path=self.where)
         return ScheduleError(f"the schedule database {self.where} refused a statement: {text}", path=self.where)

@@ -31,8 +31,8 @@ from engine.core.errors import ScheduleError
 from engine.schedule.backends import database_exists, database_url, default_path, open_backend, read_url_file
 from engine.schedule.hosts import alive_here, host_id, new_owner, owner_host
 
-__all__ = ["Claim", "Store", "database_exists", "database_url", "default_path", "new_owner", "read_url_file",
-           "LEASE_S"]
+__all__ = ["Claim", "Store", "database_exists", "database_url", "default_path", "new_owner", "open_backend",
+           "read_url_file", "LEASE_S"]
 
 log = logging.getLogger(__name__)
 

@@ -114,11 +114,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from engine.schedule.store import database_exists
+    from engine.schedule.store import database_exists, open_backend
 
     url = _url(args)
     if not database_exists(url) and not Path(url).is_dir():  # (a folder: Store says what is wrong)
-        status = {"database": url, "devices": [], "note": "no scheduler has run here yet"}
+        status = {"database": open_backend(url).where, "devices": [], "note": "no scheduler has run here yet"}
     else:
         status = _store(args).status(time.time())
     if args.json:
