@@ -198,6 +198,11 @@ def simulate(*, days: float, seed: int, scenario: str | None = None, kills: int 
         clock.hold = kill_at[0] if kill_at else float("inf")
         url = db or str(work / "schedule.sqlite3")
         store = Store(url)  # the schema exists before any host starts
+        if db and (store.devices() or store.history(limit=1)):
+            from engine.core.errors import ConfigError
+
+            raise ConfigError(f"simulate: {store.where} already holds a schedule; simulate on a new, empty database "
+                              "(never the fleet's own: its hosts would see the simulated devices)")
         serials = list(games)
 
         def spawn(host: int) -> subprocess.Popen:
