@@ -4,7 +4,8 @@
     python -m engine schedule status [--json]
     python -m engine schedule pause [--device SERIAL | --host HOST] | resume [--device SERIAL | --host HOST]
     python -m engine schedule run-now TASK [--device SERIAL | --host HOST]
-    python -m engine schedule simulate --days N --seed S [--scenario FILE] [--kills K] [--devices D] --json
+    python -m engine schedule [--db URL | --db-file FILE] simulate --days N --seed S [--scenario FILE] [--kills K]
+                                                             [--devices D] [--hosts H] --json
 
 The database is a SQLite file (the default, one host) or a PostgreSQL URL shared by a fleet of hosts
 (engine.schedule.store.database_url). The controls never create a database: they act on the one that is there.
