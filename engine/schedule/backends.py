@@ -100,7 +100,7 @@ def open_backend(url: str | Path) -> SqliteBackend | PostgresBackend:
     if is_postgres(text):
         return PostgresBackend(text)
     if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///") - 1:] if text.startswith("sqlite:////") else text[len("sqlite:///"):]
+        text = text[len("sqlite:///"):]  # sqlite:///relative/path, sqlite:////absolute/path (as SQLAlchemy)
     elif "://" in text:
         raise ScheduleError(f"not a schedule database: {redact_text(text)[:120]!r} (a file path, sqlite:///PATH or "
                             "postgresql://USER@HOST/DB)")
