@@ -53,6 +53,22 @@ def test_a_database_refused_as_newer_is_left_byte_for_byte_as_it_was(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite3"]  # no -wal, no -shm
 
 
+def test_a_postgresql_database_refused_as_newer_is_left_as_it_was(postgres):
+    import psycopg
+
+    url = postgres.new_database()
+    with psycopg.connect(url, autocommit=True) as conn:  # a later version's schedule, without our tables
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("INSERT INTO meta VALUES ('schema', '99')")
+    with pytest.raises(ScheduleError, match="newer version"):
+        Store(url)
+    done = _cli("schedule", "--db", url, "pause")
+    assert done.returncode == 2 and "newer version" in done.stderr and postgres.password not in done.stderr
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall() == [("meta",)]
+        assert conn.execute("SELECT key, value FROM meta").fetchall() == [("schema", "99")]
+
+
 def test_a_schema_version_that_is_not_a_number_is_a_clear_error(db_url):
     store = Store(db_url)
     with store.backend.tx() as db:
@@ -186,7 +202,7 @@ def test_a_database_that_refuses_a_write_stops_the_scheduler_with_one_line_and_e
         db.run("DROP TABLE history")
     with caplog.at_level(logging.ERROR, logger="engine.runtime.scheduler"):
         assert Scheduler([worker]).run() == 2
-    assert "refused a statement" in worker.failure and "history" in worker.failure
+    assert "refused a statement" in worker.failure and worker.store.where in worker.failure
     assert all(r.exc_info is None for r in caplog.records)
 
 
@@ -212,3 +228,23 @@ def test_simulate_refuses_a_database_that_already_holds_a_schedule(tmp_path):
     with pytest.raises(ConfigError, match="already holds a schedule"):
         simulate(days=0.01, seed=1, db=str(path))
     assert [d["device"] for d in Store(path).devices()] == ["real-device"]
+
+
+def test_a_postgresql_role_that_may_only_read_gets_the_servers_reason_not_the_advice_for_a_corrupt_file(postgres):
+    """PostgreSQL's counterpart of a read-only ENGINE_HOME: a role granted SELECT only."""
+    import secrets
+
+    import psycopg
+
+    url = postgres.new_database()
+    Store(url).ensure_tasks("dev", ["chore"], NOW)
+    role, password = "ro_" + secrets.token_hex(4), "ro-pw-" + secrets.token_hex(6)
+    postgres.admin(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    reader = url.replace(f"engine:{postgres.password}@", f"{role}:{password}@")
+    status = _cli("schedule", "--db", reader, "status")
+    assert status.returncode == 0 and "dev" in status.stdout  # reading is all status needs
+    done = _cli("schedule", "--db", reader, "pause", "--device", "dev")
+    assert done.returncode == 2 and "refused a statement" in done.stderr and role in done.stderr
+    assert "move it aside" not in done.stderr and password not in done.stdout + done.stderr
