@@ -268,3 +268,56 @@ def test_four_hosts_racing_for_forty_due_times_of_one_device_run_each_exactly_on
     assert len({(r["task"], r["due"]) for r in history}) == len(history) == 40
     assert {r["owner"].split(":")[0] for r in history} <= {f"host-{h}" for h in range(4)}
     assert all(r["attempt"] == 1 for r in history)  # no live host's claim was taken over
+
+
+def test_a_lost_devices_long_probe_waits_keep_its_lease(db_url):
+    """Probes of a lost device wait up to 300 s apart, past the lease: the owner beats between, so a standby host
+    never takes a live owner's device while it waits for it."""
+    from engine.config.schedule import Due, Entry, Retry, Schedule, parse_zone
+    from engine.runtime.scheduler import CONTROL_POLL_S, Worker
+
+    store = Store(db_url)
+    schedule = Schedule((Entry(task="chore", due=Due(every=600)),), ("00:00",), parse_zone("UTC+00:00"), Retry(),
+                        None)
+    session, clock = _session(FakeTools(["device_offline"])), FakeTime(stop_after=40)
+    session.tools.health = ["device_offline"] * 6 + ["healthy"]  # probes 5, 10, 20, 40, 80, 160 s apart
+    gaps, beats = [], []
+    real_beat = store.beat
+
+    def beat(device, owner, now, state=None):
+        beats.append(now)
+        return real_beat(device, owner, now, state)
+    store.beat = beat
+    last = [NOW]
+
+    def watch(t: FakeTime) -> None:
+        gaps.append(t.t - last[0])
+        last[0] = t.t
+    clock.script.append(watch)
+    worker = Worker("dev", lambda: session, store, schedule, time=clock, session=session)
+    worker.run()
+    assert worker.failure is None and sum(gaps) >= 5 + 10 + 20 + 40 + 80 + 160
+    assert max(gaps) <= CONTROL_POLL_S and max(b - a for a, b in zip(beats, beats[1:])) <= CONTROL_POLL_S
+
+
+def test_a_game_restart_that_outlasts_the_lease_keeps_renewing_it(tmp_path, monkeypatch):
+    """A restart of the game (or the emulator) runs outside any claim: the device's lease is renewed meanwhile."""
+    from engine.runtime import scheduler
+    from tests.engine.schedule.test_scheduler import _worker
+
+    monkeypatch.setattr(scheduler, "LEASE_S", 0.2)  # renewals every 0.05 s of wall time
+    worker, session, clock = _worker(tmp_path, ["stuck", "stuck"], stop_after=6)
+    beaten, real_beat = threading.Event(), worker.store.beat
+
+    def beat(device, owner, now, state=None):
+        if threading.current_thread().name.startswith("lease-"):
+            beaten.set()
+        return real_beat(device, owner, now, state)
+    worker.store.beat = beat
+
+    def slow_restart(package, activity=None):  # the restart ends once the lease was renewed while it ran
+        assert beaten.wait(10), "the device's lease was not renewed during the game's restart"
+        session.device.restarts.append(package)
+    session.device.restart_app = slow_restart
+    worker.run()
+    assert worker.failure is None and session.device.restarts and beaten.is_set()
