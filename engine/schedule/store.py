@@ -15,8 +15,8 @@ crashes or how many hosts share the database. An owner is alive while its proces
 this host (engine.schedule.hosts), else while its lease holds: its last heartbeat on the DATABASE's clock is
 younger than LEASE_S, so no host's clock, however skewed, decides it (on PostgreSQL a lease counts from the
 server's start at the earliest: a server down for minutes cut every owner off alike and hands no device away). A
-claim of a dead owner is taken over as the next attempt of the same due time. Due times are the scheduler's clock (epoch seconds; virtual in `simulate`).
-Which database it is stays below this module (engine.schedule.backends).
+claim of a dead owner is taken over as the next attempt of the same due time. Due times are the scheduler's clock
+(epoch seconds; virtual in `simulate`). Which database it is stays below this module (engine.schedule.backends).
 """
 
 from __future__ import annotations

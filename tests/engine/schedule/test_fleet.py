@@ -247,24 +247,10 @@ def test_a_database_server_down_longer_than_the_lease_hands_no_live_owners_devic
 
 
 def test_four_hosts_racing_for_forty_due_times_of_one_device_run_each_exactly_once(postgres):
-    import multiprocessing
+    from tests.engine.schedule.test_store import race
 
-    from tests.engine.schedule.test_store import _claimer
-
-    url = postgres.new_database()
-    store = Store(url)
-    store.ensure_tasks("dev", [f"t{i}" for i in range(40)], NOW)
-    ctx = multiprocessing.get_context("spawn")
-    start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_claimer, args=(url, 40, start, out, f"host-{h}")) for h in range(4)]
-    for p in procs:
-        p.start()
-    start.set()
-    won = [out.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(10)
-    assert sorted(i for w in won for i in w) == list(range(40))  # every due time once, none twice
-    history = store.history()
+    flat, history = race(postgres.new_database(), [f"host-{h}" for h in range(4)])
+    assert flat == list(range(40))  # every due time once, none twice
     assert len({(r["task"], r["due"]) for r in history}) == len(history) == 40
     assert {r["owner"].split(":")[0] for r in history} <= {f"host-{h}" for h in range(4)}
     assert all(r["attempt"] == 1 for r in history)  # no live host's claim was taken over

@@ -41,22 +41,26 @@ def _claimer(path: str, tasks: int, start: multiprocessing.Event, out: multiproc
     out.put(won)
 
 
-def test_four_processes_racing_for_forty_due_times_run_each_exactly_once(db_url):
-    path = db_url
+def race(path: str, hosts: list[str | None]) -> tuple[list[int], list[dict]]:
+    """One claiming process per entry of `hosts` (a host id of its own, or None: this host) racing for forty due
+    times of one device; the due times each won, and the history."""
     store = Store(path)
     store.ensure_tasks("dev", [f"t{i}" for i in range(40)], NOW)
     ctx = multiprocessing.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_claimer, args=(path, 40, start, out)) for _ in range(4)]
+    procs = [ctx.Process(target=_claimer, args=(path, 40, start, out, host)) for host in hosts]
     for p in procs:
         p.start()
     start.set()
     won = [out.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(10)
-    flat = sorted(i for w in won for i in w)
+    return sorted(i for w in won for i in w), store.history()
+
+
+def test_four_processes_racing_for_forty_due_times_run_each_exactly_once(db_url):
+    flat, history = race(db_url, [None] * 4)
     assert flat == list(range(40))  # every due time once, none twice
-    history = store.history()
     assert len(history) == 40 and len({(r["task"], r["due"]) for r in history}) == 40
 
 
