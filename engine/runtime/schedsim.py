@@ -48,7 +48,8 @@ AIM_BOUND_S = 60.0
 """How long (wall seconds) an aimed kill waits for a run to be claimed before it kills anyway."""
 DOWNTIME_S = 600.0
 LIFE_BOUND_S = 3600.0
-"""A scheduler process that has not ended by this many wall seconds is killed and the run fails."""
+"""A simulation still running after this many wall seconds (times the kills, or three times the days, whichever is
+more: two days on three hosts take about two and a half hours on a busy 2-core machine) is stopped and fails."""
 
 
 class FileClock:
@@ -198,6 +199,11 @@ def simulate(*, days: float, seed: int, scenario: str | None = None, kills: int 
         clock.hold = kill_at[0] if kill_at else float("inf")
         url = db or str(work / "schedule.sqlite3")
         store = Store(url)  # the schema exists before any host starts
+        if db and (store.devices() or store.history(limit=1)):
+            from engine.core.errors import ConfigError
+
+            raise ConfigError(f"simulate: {store.where} already holds a schedule; simulate on a new, empty database "
+                              "(never the fleet's own: its hosts would see the simulated devices)")
         serials = list(games)
 
         def spawn(host: int) -> subprocess.Popen:
@@ -242,9 +248,9 @@ def simulate(*, days: float, seed: int, scenario: str | None = None, kills: int 
                 clock.publish(victim, 0, float("inf"))
                 down[victim] = clock.now() + rng.uniform(0, DOWNTIME_S)  # its machine is down a while
                 continue
-            if time.monotonic() - born > LIFE_BOUND_S * max(1, kills):
+            if time.monotonic() - born > LIFE_BOUND_S * max(1, kills, 3 * days):
                 raise TimeoutError(f"the schedulers did not reach the end of the simulation in "
-                                   f"{LIFE_BOUND_S * max(1, kills):.0f} s")
+                                   f"{LIFE_BOUND_S * max(1, kills, 3 * days):.0f} s")
             time.sleep(0.05)
         report = _report(store, games, resolved, graph, START, until, lives - hosts + 1, time.monotonic() - wall)
         report.update(hosts=hosts, kills_mid_run=aimed)

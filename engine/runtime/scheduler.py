@@ -242,12 +242,13 @@ class Worker:
         if result.ok:
             return
         action = STATUSES.get(result.status)
-        if action == "reconnect":
-            self._recover_device()
-        elif done.action == "restart" or action == "restart_app":
-            if not self.restart_game(f"{task} failed: {result.status}") and self.restart_emulator:
-                if self.repair_device(f"{task}: the game's restart did not help", emulator_only=True):
-                    self.restart_game(f"{task} failed: {result.status}; the emulator was restarted")
+        with self._renewing(None):  # a restart of the game or the emulator may outlast the lease: it stays ours
+            if action == "reconnect":
+                self._recover_device()
+            elif done.action == "restart" or action == "restart_app":
+                if not self.restart_game(f"{task} failed: {result.status}") and self.restart_emulator:
+                    if self.repair_device(f"{task}: the game's restart did not help", emulator_only=True):
+                        self.restart_game(f"{task} failed: {result.status}; the emulator was restarted")
         if done.action == "put_off":
             self._tell("needs_human", f"{task} put off on {self.device}",
                        f"{task} failed {self.schedule.rules_of(task).give_up_after} times in a row "
@@ -256,16 +257,21 @@ class Worker:
             self._tell("needs_human", f"{task} needs a look on {self.device}", f"{result.status}: {result.text[:300]}")
 
     @contextmanager
-    def _renewing(self, claim: Claim) -> Iterator[None]:
-        """Renew the claim's lease every quarter lease (wall time, as the database's clock runs) while it runs."""
+    def _renewing(self, claim: Claim | None) -> Iterator[None]:
+        """Renew the claim's lease (None: the device's) every quarter lease (wall time, as the database's clock runs)
+        while it runs."""
         done = threading.Event()
 
         def renew() -> None:
             while not done.wait(LEASE_S / 4):
                 try:
-                    self.store.renew(claim)
+                    if claim is None:
+                        self.store.beat(self.device, self.owner, self.time.now())
+                    else:
+                        self.store.renew(claim)
                 except ScheduleError as exc:
-                    log.warning("%s: cannot renew the claim of %s: %s", self.device, claim.task, exc)
+                    log.warning("%s: cannot renew the lease of %s: %s", self.device,
+                                claim.task if claim is not None else "the device", exc)
             self.store.close_thread()
         beater = threading.Thread(target=renew, name=f"lease-{self.device}", daemon=True)
         beater.start()
@@ -343,13 +349,23 @@ class Worker:
                 self.store.event(now, self.device, "device_lost", f"{health.status}: {health.text[:200]}")
                 self._tell("device_lost", f"{self.device} lost", f"{health.status}: {health.text[:300]}")
                 told = True
-            self._beat(now, f"device lost ({health.status}); next probe in {wait:.0f} s")
-            self.time.wait(wait, self.stop)
+            self._wait_beating(wait, f"device lost ({health.status}); next probe in {wait:.0f} s")
             wait = min(wait * 2, DEVICE_WAIT_S[1])
             try:
                 self.session.device.reconnect()
             except EngineError as exc:
                 log.info("%s: reconnect: %s", self.device, exc)
+
+    def _wait_beating(self, seconds: float, state: str) -> None:
+        """Wait `seconds`, renewing the device's lease at least every CONTROL_POLL_S: a wait longer than the lease (a
+        lost device's probes) must not let another host take a live owner's device."""
+        end = self.time.monotonic() + seconds
+        for _ in range(int(seconds // CONTROL_POLL_S) + 2):  # each slice moves the clock: a bound, never reached
+            left = end - self.time.monotonic()
+            if self.stop.is_set() or left <= 0:
+                return
+            self._beat(self.time.now(), state)
+            self.time.wait(min(left, CONTROL_POLL_S), self.stop)
 
     def _connect(self) -> bool:
         """Open the device's session; on failure wait like a lost device would."""

@@ -84,20 +84,17 @@ class Session:
     def _schedule_hook(self) -> Any:
         if self.schedule_db is None or self.tasks is None:
             return None
-        from engine.schedule.store import database_exists
-
-        if not database_exists(self.schedule_db):
-            return None
         from engine.config.schedule import load_schedule
-        from engine.runtime.schedhook import ScheduleHook
-        from engine.schedule.store import Store
-
-        schedule = load_schedule(self.graph_dir, self.graph, set(self.tasks.names()))
-        if schedule is None:
-            return None
         from engine.core.errors import ScheduleUnreachable
+        from engine.runtime.schedhook import ScheduleHook
+        from engine.schedule.store import Store, database_exists
 
         try:
+            if not database_exists(self.schedule_db):  # no scheduler ran there: the tools make no schedule
+                return None
+            schedule = load_schedule(self.graph_dir, self.graph, set(self.tasks.names()))
+            if schedule is None:
+                return None
             store = Store(self.schedule_db)
             self._closers.append(store.close)
             return ScheduleHook(store, schedule, self.device.serial)

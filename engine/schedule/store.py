@@ -13,9 +13,10 @@ and SKIP LOCKED for the task's row, on PostgreSQL): it succeeds only while the t
 time and no live owner holds the claim, so a due time is run at most once to success, by one process, whatever
 crashes or how many hosts share the database. An owner is alive while its process instance runs, when it is of
 this host (engine.schedule.hosts), else while its lease holds: its last heartbeat on the DATABASE's clock is
-younger than LEASE_S, so no host's clock, however skewed, decides it. A claim of a dead owner is taken over as the
-next attempt of the same due time. Due times are the scheduler's clock (epoch seconds; virtual in `simulate`).
-Which database it is stays below this module (engine.schedule.backends).
+younger than LEASE_S, so no host's clock, however skewed, decides it (on PostgreSQL a lease counts from the
+server's start at the earliest: a server down for minutes cut every owner off alike and hands no device away). A
+claim of a dead owner is taken over as the next attempt of the same due time. Due times are the scheduler's clock
+(epoch seconds; virtual in `simulate`). Which database it is stays below this module (engine.schedule.backends).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from engine.core.errors import ScheduleError
 from engine.schedule.backends import database_exists, database_url, default_path, open_backend, read_url_file
 from engine.schedule.hosts import alive_here, host_id, new_owner, owner_host
 
-__all__ = ["Claim", "Store", "database_exists", "database_url", "default_path", "new_owner", "read_url_file",
-           "LEASE_S"]
+__all__ = ["Claim", "Store", "database_exists", "database_url", "default_path", "new_owner", "open_backend",
+           "read_url_file", "LEASE_S"]
 
 log = logging.getLogger(__name__)
 
@@ -180,10 +181,11 @@ class Store:
         here = alive_here(holder)
         if here is not None:
             return here
-        age = db.one(f"SELECT {self.NOW} - lease FROM devices WHERE device = ? AND owner = ?", (device, holder))
+        held = self.backend.held
+        age = db.one(f"SELECT {held('lease')} FROM devices WHERE device = ? AND owner = ?", (device, holder))
         if age and age[0] is not None and age[0] < LEASE_S:
             return True
-        age = db.one(f"SELECT {self.NOW} - MAX(lease) FROM claims WHERE device = ? AND owner = ? "
+        age = db.one(f"SELECT {held('MAX(lease)')} FROM claims WHERE device = ? AND owner = ? "
                      "AND finished IS NULL", (device, holder))
         return bool(age and age[0] is not None and age[0] < LEASE_S)
 
@@ -392,10 +394,11 @@ class Store:
     def devices(self) -> list[dict[str, Any]]:
         """Each device with `alive` (its scheduler lives) and `lease_age_s` (seconds since its last heartbeat, on
         the database's clock)."""
-        rows = self._read(f"SELECT *, {self.NOW} - lease AS lease_age_s FROM devices ORDER BY device")
+        rows = self._read(f"SELECT *, {self.NOW} - lease AS lease_age_s, {self.backend.held('lease')} AS held_s "
+                          "FROM devices ORDER BY device")
         for row in rows:
             here = alive_here(row["owner"])
-            age = row["lease_age_s"]
+            age = row.pop("held_s")
             row["alive"] = bool(row["owner"]) and (here if here is not None else age is not None and age < LEASE_S)
         return rows
 

@@ -4,7 +4,8 @@
     python -m engine schedule status [--json]
     python -m engine schedule pause [--device SERIAL | --host HOST] | resume [--device SERIAL | --host HOST]
     python -m engine schedule run-now TASK [--device SERIAL | --host HOST]
-    python -m engine schedule simulate --days N --seed S [--scenario FILE] [--kills K] [--devices D] --json
+    python -m engine schedule [--db URL | --db-file FILE] simulate --days N --seed S [--scenario FILE] [--kills K]
+                                                             [--devices D] [--hosts H] --json
 
 The database is a SQLite file (the default, one host) or a PostgreSQL URL shared by a fleet of hosts
 (engine.schedule.store.database_url). The controls never create a database: they act on the one that is there.
@@ -114,11 +115,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from engine.schedule.store import database_exists
+    from engine.schedule.store import database_exists, open_backend
 
     url = _url(args)
     if not database_exists(url) and not Path(url).is_dir():  # (a folder: Store says what is wrong)
-        status = {"database": url, "devices": [], "note": "no scheduler has run here yet"}
+        status = {"database": open_backend(url).where, "devices": [], "note": "no scheduler has run here yet"}
     else:
         status = _store(args).status(time.time())
     if args.json:

@@ -17,11 +17,11 @@ NO_SCHEDULER = "no scheduler has run here yet: start one with `python -m engine 
 
 def _status() -> dict:
     from engine.faces.cli import schedule_db
-    from engine.schedule.store import Store, database_exists
+    from engine.schedule.store import Store, database_exists, open_backend
 
     url = schedule_db()
     if not database_exists(url):
-        return {"database": str(url), "devices": [], "note": NO_SCHEDULER}
+        return {"database": open_backend(url).where, "devices": [], "note": NO_SCHEDULER}
     store = Store(url, create=False)
     try:
         return store.status(time.time())

@@ -14,6 +14,7 @@ import pytest
 
 from engine.core.errors import ScheduleError, ScheduleUnreachable
 from engine.schedule.store import Store, new_owner
+from tests.engine.schedule.test_liveness import _age_lease
 from tests.engine.schedule.test_scheduler import FakeTime, Told, _session, FakeTools
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -138,8 +139,11 @@ def test_a_database_down_for_minutes_workers_wait_tell_once_resume_and_run_nothi
         schedule = Schedule((Entry(task="chore", due=Due(every=600)),), ("00:00",), parse_zone("UTC+00:00"),
                             Retry(), None)
         session, told, clock = _session(FakeTools([])), Told(), FakeTime(stop_after=60)
+        waits, last = [], [NOW]
 
         def outage(t: FakeTime) -> None:
+            waits.append(t.t - last[0])
+            last[0] = t.t
             if t.waits == 3:
                 cluster.stop()
             if t.waits == 9:  # backoff 2, 4, 8, 16, 32, 60 s: minutes of virtual time
@@ -149,6 +153,7 @@ def test_a_database_down_for_minutes_workers_wait_tell_once_resume_and_run_nothi
         worker.run()
         assert worker.failure is None
         assert told.sent.count("database") == 1
+        assert waits[3:9] == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0]  # backoff while it was down, 2 min in all
         history = worker.store.history()
         assert len({(r["task"], r["due"]) for r in history}) == len(history) >= 3  # ran before and after, once
         assert max(r["started"] for r in history) > NOW + 600
@@ -198,8 +203,7 @@ def test_a_standby_host_takes_a_dead_hosts_device_after_the_lease(db_url, caplog
 
     def lease_runs_out(t: FakeTime) -> None:
         if t.waits == 3:
-            with store.backend.tx() as db:
-                db.run("UPDATE devices SET lease = lease - ? WHERE device = 'dev'", (LEASE_S + 1,))
+            _age_lease(store, "dev", LEASE_S + 1)
     clock.script.append(lease_runs_out)
     worker = Worker("dev", lambda: session, store, schedule, time=clock, session=session)
     with caplog.at_level(logging.WARNING, logger="engine.runtime.scheduler"):
@@ -207,3 +211,99 @@ def test_a_standby_host_takes_a_dead_hosts_device_after_the_lease(db_url, caplog
     assert worker.failure is None and session.tools.calls == [("alas_run", "chore")]
     assert [r.getMessage() for r in caplog.records].count("dev: driven from host dead-host; standing by until its "
                                                           "lease runs out") == 1
+
+
+def test_a_database_server_down_longer_than_the_lease_hands_no_live_owners_device_away(tmp_path):
+    """Every host was cut off alike while the server was down: a lease counts from the server's start, so the owner
+    that comes back within a lease keeps its device and its claim; a host that stays silent loses them a lease
+    after the server is back."""
+    from engine.schedule.store import LEASE_S
+    from tests.postgres import Cluster
+
+    cluster = Cluster()
+    try:
+        url = cluster.new_database()
+        store = Store(url)
+        far = "far-host:1:abcd.99:00000000"
+        store.take_device("dev", far, NOW)
+        store.ensure_tasks("dev", ["t"], NOW)
+        assert store.claim("dev", "t", NOW, far, NOW) is not None
+        with store.backend.tx() as db:  # its last heartbeat was minutes ago: the server was down since
+            db.run("UPDATE devices SET lease = lease - ?", (LEASE_S + 300,))
+            db.run("UPDATE claims SET lease = lease - ?", (LEASE_S + 300,))
+        store.close()
+        cluster.stop()
+        cluster.start()
+        store = Store(url)
+        with pytest.raises(ScheduleError, match="already driven by another scheduler"):
+            store.take_device("dev", new_owner(), NOW)
+        assert store.claim("dev", "t", NOW, new_owner(), NOW) is None
+        (dev,) = store.status(NOW)["devices"]
+        assert dev["alive"] and dev["lease_age_s"] > LEASE_S  # the heartbeat is old; the lease still holds
+        assert store.beat("dev", far, NOW)  # the owner is back: its lease renewed, its device still its own
+        store.close()
+    finally:
+        cluster.close()
+
+
+def test_four_hosts_racing_for_forty_due_times_of_one_device_run_each_exactly_once(postgres):
+    from tests.engine.schedule.test_store import race
+
+    flat, history = race(postgres.new_database(), [f"host-{h}" for h in range(4)])
+    assert flat == list(range(40))  # every due time once, none twice
+    assert len({(r["task"], r["due"]) for r in history}) == len(history) == 40
+    assert {r["owner"].split(":")[0] for r in history} <= {f"host-{h}" for h in range(4)}
+    assert all(r["attempt"] == 1 for r in history)  # no live host's claim was taken over
+
+
+def test_a_lost_devices_long_probe_waits_keep_its_lease(db_url):
+    """Probes of a lost device wait up to 300 s apart, past the lease: the owner beats between, so a standby host
+    never takes a live owner's device while it waits for it."""
+    from engine.config.schedule import Due, Entry, Retry, Schedule, parse_zone
+    from engine.runtime.scheduler import CONTROL_POLL_S, Worker
+
+    store = Store(db_url)
+    schedule = Schedule((Entry(task="chore", due=Due(every=600)),), ("00:00",), parse_zone("UTC+00:00"), Retry(),
+                        None)
+    session, clock = _session(FakeTools(["device_offline"])), FakeTime(stop_after=40)
+    session.tools.health = ["device_offline"] * 6 + ["healthy"]  # probes 5, 10, 20, 40, 80, 160 s apart
+    gaps, beats = [], []
+    real_beat = store.beat
+
+    def beat(device, owner, now, state=None):
+        beats.append(now)
+        return real_beat(device, owner, now, state)
+    store.beat = beat
+    last = [NOW]
+
+    def watch(t: FakeTime) -> None:
+        gaps.append(t.t - last[0])
+        last[0] = t.t
+    clock.script.append(watch)
+    worker = Worker("dev", lambda: session, store, schedule, time=clock, session=session)
+    worker.run()
+    assert worker.failure is None and sum(gaps) >= 5 + 10 + 20 + 40 + 80 + 160
+    assert max(gaps) <= CONTROL_POLL_S and max(b - a for a, b in zip(beats, beats[1:])) <= CONTROL_POLL_S
+
+
+def test_a_game_restart_that_outlasts_the_lease_keeps_renewing_it(tmp_path, monkeypatch):
+    """A restart of the game (or the emulator) runs outside any claim: the device's lease is renewed meanwhile."""
+    from engine.runtime import scheduler
+    from tests.engine.schedule.test_scheduler import _worker
+
+    monkeypatch.setattr(scheduler, "LEASE_S", 0.2)  # renewals every 0.05 s of wall time
+    worker, session, clock = _worker(tmp_path, ["stuck", "stuck"], stop_after=6)
+    beaten, real_beat = threading.Event(), worker.store.beat
+
+    def beat(device, owner, now, state=None):
+        if threading.current_thread().name.startswith("lease-"):
+            beaten.set()
+        return real_beat(device, owner, now, state)
+    worker.store.beat = beat
+
+    def slow_restart(package, activity=None):  # the restart ends once the lease was renewed while it ran
+        assert beaten.wait(10), "the device's lease was not renewed during the game's restart"
+        session.device.restarts.append(package)
+    session.device.restart_app = slow_restart
+    worker.run()
+    assert worker.failure is None and session.device.restarts and beaten.is_set()

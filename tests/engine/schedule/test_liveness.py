@@ -18,10 +18,13 @@ NOW = 1_800_000_000.0
 
 
 def _age_lease(store: Store, device: str, seconds: float) -> None:
-    """Move a device's lease (and its claims') `seconds` into the past, as the database's clock would have."""
+    """Let `seconds` pass on the database's clock for a device's lease (and its claims'): they move that far into
+    the past, and so does the server's start (a lease never counts from before it: engine.schedule.store)."""
     with store.backend.tx() as db:
         db.run("UPDATE devices SET lease = lease - ? WHERE device = ?", (seconds, device))
         db.run("UPDATE claims SET lease = lease - ? WHERE device = ?", (seconds, device))
+    if store.backend.STARTED:
+        store.backend.STARTED = f"({store.backend.STARTED} - {float(seconds)!r})"
 
 
 def test_a_pid_that_now_belongs_to_another_process_instance_is_no_owner(db_url):
@@ -81,3 +84,7 @@ def test_status_after_kill_9_shows_no_scheduler_and_nothing_running(db_url):
     assert dead["state"].startswith("no scheduler") and "running" not in dead["state"]
     assert [t["state"] for t in dead["tasks"]] == ["waiting"]
     assert dead["host"] == host_id() and dead["lease_age_s"] is not None
+    me = new_owner()  # a scheduler started again at +5 s, well inside the lease: the killed one is gone
+    store.take_device("dev", me, NOW + 5)
+    taken = store.claim("dev", "commission", NOW, me, NOW + 5)
+    assert taken is not None and taken.attempt == 2  # its open claim, taken over as the next attempt

@@ -8,9 +8,9 @@ from engine.runtime.toolspecs import TOOL_NAMES
 from engine.schedule.store import Store, new_owner
 
 
-def test_the_tools_share_the_schedule_and_never_run_a_due_time_twice(tmp_path, monkeypatch):
+def test_the_tools_share_the_schedule_and_never_run_a_due_time_twice(tmp_path, monkeypatch, db_url):
     monkeypatch.setenv("ENGINE_HOME", str(tmp_path / "home"))
-    db = tmp_path / "schedule.sqlite3"
+    db = db_url  # a SQLite file, or a fleet's PostgreSQL
     store = Store(db)  # the scheduler has run here before: the database exists
     with open_session(schedule_db=db) as session:
         assert len(TOOL_NAMES) == 8
@@ -50,3 +50,14 @@ def test_without_a_schedule_database_the_tools_are_as_before(tmp_path, monkeypat
         tasks = session.tools.call("alas_tools", {}).data["tasks"]
         assert all("schedule" not in t for t in tasks)
         assert not (tmp_path / "absent.sqlite3").exists()
+
+
+def test_an_empty_postgresql_database_is_no_schedule_and_gets_no_table(tmp_path, monkeypatch, postgres):
+    import psycopg
+
+    monkeypatch.setenv("ENGINE_HOME", str(tmp_path / "home"))
+    url = postgres.new_database()
+    with open_session(schedule_db=url) as session:
+        assert all("schedule" not in t for t in session.tools.call("alas_tools", {}).data["tasks"])
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0

@@ -87,14 +87,14 @@ def _session(tools: FakeTools) -> SimpleNamespace:
     return SimpleNamespace(tools=tools, device=FakeDevice(), graph=graph, close=lambda: None)
 
 
-def _worker(tmp_path, statuses, entries=None, retry=None, stop_after=50, notifier=None):
+def _worker(tmp_path, statuses, entries=None, retry=None, stop_after=50, notifier=None, db=None):
     entries = entries or (Entry(task="chore", due=Due(every=3600)),)
     schedule = Schedule(tuple(entries), ("00:00",), parse_zone("UTC+00:00"),
                         retry or Retry(backoff_s=60, max_backoff_s=600, restart_after=2, give_up_after=3,
                                        put_off_s=1800), "login")
     session = _session(FakeTools(statuses))
     clock = FakeTime(stop_after)
-    worker = Worker("dev", lambda: session, Store(tmp_path / "s.sqlite3"), schedule, time=clock, session=session,
+    worker = Worker("dev", lambda: session, Store(db or tmp_path / "s.sqlite3"), schedule, time=clock, session=session,
                     notifier=notifier)
     return worker, session, clock
 

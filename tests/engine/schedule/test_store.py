@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,10 @@ from engine.schedule.store import Store, new_owner
 NOW = 1_800_000_000.0
 
 
-def _claimer(path: str, tasks: int, start: multiprocessing.Event, out: multiprocessing.Queue) -> None:
+def _claimer(path: str, tasks: int, start: multiprocessing.Event, out: multiprocessing.Queue,
+             host: str | None = None) -> None:
+    if host is not None:  # a host of its own: the others judge it by its lease, not by its process
+        os.environ["ENGINE_HOST_ID"] = host
     store, owner = Store(path), new_owner()
     start.wait(10)
     won = []
@@ -37,22 +41,26 @@ def _claimer(path: str, tasks: int, start: multiprocessing.Event, out: multiproc
     out.put(won)
 
 
-def test_four_processes_racing_for_forty_due_times_run_each_exactly_once(db_url):
-    path = db_url
+def race(path: str, hosts: list[str | None]) -> tuple[list[int], list[dict]]:
+    """One claiming process per entry of `hosts` (a host id of its own, or None: this host) racing for forty due
+    times of one device; the due times each won, and the history."""
     store = Store(path)
     store.ensure_tasks("dev", [f"t{i}" for i in range(40)], NOW)
     ctx = multiprocessing.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_claimer, args=(path, 40, start, out)) for _ in range(4)]
+    procs = [ctx.Process(target=_claimer, args=(path, 40, start, out, host)) for host in hosts]
     for p in procs:
         p.start()
     start.set()
     won = [out.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(10)
-    flat = sorted(i for w in won for i in w)
+    return sorted(i for w in won for i in w), store.history()
+
+
+def test_four_processes_racing_for_forty_due_times_run_each_exactly_once(db_url):
+    flat, history = race(db_url, [None] * 4)
     assert flat == list(range(40))  # every due time once, none twice
-    history = store.history()
     assert len(history) == 40 and len({(r["task"], r["due"]) for r in history}) == 40
 
 
@@ -148,3 +156,47 @@ def test_status_shows_each_device_its_tasks_and_failures(db_url):
     assert [t["task"] for t in dev["tasks"]] == ["b", "a"]
     assert dev["tasks"][1]["failures"] == 1 and dev["tasks"][1]["reason"] == "stuck: no progress"
     assert dev["recent_failures"][0]["status"] == "stuck"
+
+
+def test_a_database_of_schema_1_is_migrated_to_the_current_version_keeping_its_rows(db_url):
+    from engine.schedule import store as module
+
+    backend = backends.open_backend(db_url)  # a schedule written before leases: schema 1
+    with backend.tx() as db:
+        ddl = module._MIGRATIONS[1].format(float="DOUBLE PRECISION", serial=backend.SERIAL)
+        for statement in filter(str.strip, ddl.split(";")):
+            db.run(statement)
+        db.run("INSERT INTO meta (key, value) VALUES ('schema', '1')")
+        db.run("INSERT INTO tasks (device, task, next_run) VALUES ('dev', 'chore', ?)", (NOW,))
+    backend.close_all()
+    store = Store(db_url)
+    assert store._read("SELECT value FROM meta WHERE key = 'schema'")[0]["value"] == str(module.SCHEMA_VERSION)
+    assert [r["version"] for r in store._read("SELECT version FROM migrations")] == [2]
+    assert store.tasks("dev")["chore"]["next_run"] == NOW
+    me = new_owner()
+    store.take_device("dev", me, NOW)  # the columns of version 2 are there
+    assert store.claim("dev", "chore", NOW, me, NOW) is not None
+
+
+def test_the_database_is_named_by_a_path_a_sqlite_url_or_the_environment(tmp_path, monkeypatch):
+    for name in ("ENGINE_DB_URL", "ENGINE_DB_URL_FILE", "ENGINE_SCHEDULE_DB"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ENGINE_HOME", str(tmp_path / "home"))
+    assert backends.database_url() == str(tmp_path / "home" / "schedule.sqlite3")  # the embedded default
+    monkeypatch.setenv("ENGINE_SCHEDULE_DB", str(tmp_path / "a.sqlite3"))
+    assert backends.database_url() == str(tmp_path / "a.sqlite3")
+    url_file = tmp_path / "db.url"
+    url_file.write_text("postgresql://u@h/from-file\n")
+    url_file.chmod(0o600)
+    monkeypatch.setenv("ENGINE_DB_URL_FILE", str(url_file))
+    assert backends.database_url() == "postgresql://u@h/from-file"
+    monkeypatch.setenv("ENGINE_DB_URL", "postgresql://u@h/from-env")
+    assert backends.database_url() == "postgresql://u@h/from-env"
+    assert backends.database_url(db_file=url_file) == "postgresql://u@h/from-file"
+    assert backends.database_url("sqlite:///x.sqlite3") == "sqlite:///x.sqlite3"  # --db first
+    absolute = Store(f"sqlite:///{tmp_path}/b.sqlite3")  # sqlite:////abs/path, as SQLAlchemy spells it
+    assert absolute.path == tmp_path / "b.sqlite3" and absolute.path.is_file()
+    monkeypatch.chdir(tmp_path)
+    assert Store("sqlite:///c.sqlite3").path == Path("c.sqlite3") and (tmp_path / "c.sqlite3").is_file()
+    with pytest.raises(ScheduleError, match="not a schedule database"):
+        Store("mysql://u:pw@h/db")

@@ -46,3 +46,21 @@ def test_a_broken_database_is_a_503_with_the_reason(client, tmp_path, monkeypatc
     monkeypatch.setenv("ENGINE_SCHEDULE_DB", str(db))
     answer = client.get("/api/schedule")
     assert answer.status_code == 503 and "cannot be read" in answer.json()["error"]
+
+
+def test_the_panel_shows_a_fleet_on_postgresql_without_its_password(client, postgres, monkeypatch):
+    url = postgres.new_database()
+    monkeypatch.setenv("ENGINE_DB_URL", url)
+    empty = client.get("/api/schedule")
+    assert "no scheduler has run" in empty.json()["note"] and postgres.password not in empty.text
+    store = Store(url)
+    for device, host in (("a1", "host-a"), ("b1", "host-b")):
+        store.take_device(device, f"{host}:1:x.1:00000000", NOW)
+        store.ensure_tasks(device, ["commission"], NOW)
+    body = client.get("/api/schedule")
+    assert {d["device"]: d["host"] for d in body.json()["devices"]} == {"a1": "host-a", "b1": "host-b"}
+    assert body.json()["database"] == store.where and postgres.password not in body.text
+    monkeypatch.setenv("ENGINE_DB_URL", url.replace(postgres.password, "wrong-pw-4242"))
+    refused = client.get("/api/schedule")
+    assert refused.status_code == 503 and "wrong-pw-4242" not in refused.text
+    store.close()
