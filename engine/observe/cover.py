@@ -9,9 +9,9 @@ covers it, and this module answers that without knowing any game:
     report = judge(frame, ref_or_None, matched)   # the same, or by the page's own templates while no ref exists
 
 Both sides are reduced to a grid of cells (colour, luminance and texture of a 2x2 sample of pixels per cell: about
-0.15 ms at 1280x720 for a clean frame). The page's overall brightness against the reference (`dimmed_ratio`, the median of the per-cell ratios) says
-whether the page was dimmed; the cells that do not follow that ratio are "unlike the page", and their largest
-connected region is the candidate cover (`box`, frame pixels). A frame is covered when
+0.15 ms at 1280x720 for a clean frame). The page's overall brightness against the reference (`dimmed_ratio`, the
+median of the per-cell ratios) says whether the page was dimmed; the cells that do not follow that ratio are "unlike
+the page", and their largest connected region is the candidate cover (`box`, frame pixels). A frame is covered when
 
 - the page is dimmed (ratio below DIMMED, with most cells following it) and a region stands out from it (a
   foreign panel over a dimmed rest), or it is dimmed and the reference is partial (`mask`: only some cells known,
