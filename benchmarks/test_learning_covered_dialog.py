@@ -13,8 +13,9 @@ of BUY NOW), ``shifting`` (the whole panel moves by up to 40 pixels each way bet
 
 Reported per variant: proposals written, the goto at which the dialog was accepted, model calls per 100 gotos
 before and after, failed gotos, false successes (ok while the simulator shows another page or a popup) and gotos
-reported verified while the dialog was up. Asserted: nothing verified under the dialog, no false success, one
-popup accepted within 30 gotos, and after it at most 2 model calls per 100 gotos.
+reported verified while the dialog was up; after the run, the pages on whose clean frame the learned popup fires.
+Asserted: nothing verified under the dialog, no false success, one popup accepted within 30 gotos, after it at
+most 2 model calls per 100 gotos, and the learned popup firing on no clean page.
 
 LEARN_COVER_GOTOS sets the gotos per variant (default 30, the CI form; 200 is the issue's). Waits move a fake
 clock, so the wall time is the engine's own work.
@@ -34,7 +35,8 @@ import yaml
 
 from engine.config.loader import load_graph
 from engine.runtime.session import open_session
-from engine.sim import SyntheticAssets, start_embedded
+from engine.observe.observer import Observer
+from engine.sim import SimGame, SyntheticAssets, start_embedded
 from tests.engine import new_dialog
 from tests.engine.sim.conftest import FakeClock
 from tests.engine.test_learning_trust import _user_pack
@@ -109,6 +111,7 @@ def run(variant: str, gotos: int, tmp_path: Path, monkeypatch) -> dict:
                     game.overlays.clear()  # the next goto starts clean, wherever it is
                     if not result.ok:
                         game.goto(target)
+                stats["fired"] = _fired_on_clean_frames(session, full, assets)
     finally:
         gemini.close()
     folder = tmp_path / "run" / "proposals"
@@ -121,6 +124,20 @@ def run(variant: str, gotos: int, tmp_path: Path, monkeypatch) -> dict:
     return stats
 
 
+def _fired_on_clean_frames(session, full, assets) -> list[tuple[str, list[str]]]:
+    """The pages on whose clean frame (the simulator's, nothing over it) a learned popup of the session fires."""
+    observer = Observer(session.graph, session.assets)
+    learned = {p.name for p in session.graph.popups if p.learned}
+    still = SimGame(full, assets=assets)
+    fired = []
+    for page in [p.name for p in full.pages if p.signatures and p.name != full.unknown_page]:
+        still.goto(page)
+        names = sorted(set(observer.observe(still.frame(), expected=page).popups) & learned)
+        if names:
+            fired.append((page, names))
+    return fired
+
+
 @pytest.mark.soak
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_dialog_is_never_verified_under_and_is_learned_once(variant, tmp_path, monkeypatch, benchmark, capsys):
@@ -130,10 +147,12 @@ def test_the_dialog_is_never_verified_under_and_is_learned_once(variant, tmp_pat
         print(f"\ncovered dialog ({variant}), {GOTOS} gotos: proposals written {stats['proposals']}, accepted "
               f"{stats['accepted']} at goto {stats['accepted_at']}; model calls per 100 gotos {stats['per100']} "
               f"(gotos {dict(stats['gotos'])}, shown {dict(stats['shown'])}); failed {dict(stats['failed'])}; "
-              f"false successes {len(stats['false'])}; verified under the dialog {len(stats['under'])}; "
+              f"false successes {len(stats['false'])}; verified under the dialog {len(stats['under'])}; learned popup "
+              f"fired on clean pages {stats['fired']}; "
               f"wall {stats['seconds']:.1f} s; learned dismiss {stats['learned']}; failures {stats['failures']}")
     benchmark.extra_info.update({k: (dict(v) if isinstance(v, Counter) else v) for k, v in stats.items()})
     assert stats["under"] == [], stats["under"]
     assert stats["false"] == [], stats["false"]
+    assert stats["fired"] == [], stats["fired"]  # a learned popup never fires on a clean frame of any page
     assert len(stats["accepted"]) == 1 and stats["accepted_at"] <= ACCEPT_BY, stats
     assert stats["per100"].get("after", 0.0) <= 2.0, stats["per100"]

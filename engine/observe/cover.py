@@ -9,9 +9,9 @@ covers it, and this module answers that without knowing any game:
     report = judge(frame, ref_or_None, matched)   # the same, or by the page's own templates while no ref exists
 
 Both sides are reduced to a grid of cells (colour, luminance and texture of a 2x2 sample of pixels per cell: about
-0.15 ms at 1280x720 for a clean frame). The page's overall brightness against the reference (`dimmed_ratio`, the median of the per-cell ratios) says
-whether the page was dimmed; the cells that do not follow that ratio are "unlike the page", and their largest
-connected region is the candidate cover (`box`, frame pixels). A frame is covered when
+0.15 ms at 1280x720 for a clean frame). The page's overall brightness against the reference (`dimmed_ratio`, the
+median of the per-cell ratios) says whether the page was dimmed; the cells that do not follow that ratio are "unlike
+the page", and their largest connected region is the candidate cover (`box`, frame pixels). A frame is covered when
 
 - the page is dimmed (ratio below DIMMED, with most cells following it) and a region stands out from it (a
   foreign panel over a dimmed rest), or it is dimmed and the reference is partial (`mask`: only some cells known,
@@ -24,9 +24,16 @@ Before a page was ever seen clean, `dimming` judges it by its own templates: the
 against the templates' own (a page dimmed behind a dialog still matches, at 45 % of the brightness;
 TEMPLATES_DIMMED).
 
-What real pages do on their own stays below those bounds: small counters and timers change, an animated character
-moves a little, a transition dims the page evenly with nothing standing out (not covered: `dimmed_ratio` still says
-so). A reference is a `Thumb` from `thumb()`, or any frame of the same size (reduced on the fly).
+What real pages do on their own stays below those bounds: small counters and timers change, a transition dims the
+page evenly with nothing standing out (not covered: `dimmed_ratio` still says so). An animated character (a real
+main page's sways and breathes by several pixels) changes cells over a large solid region too, so a reference made
+with `detail=True` keeps its frame in grey at 1/DETAIL of its size, and the unlike cells of a block (BLOCK x BLOCK
+cells) whose pixels are found in the reference within REACH pixels of where they are (`moved`) are the page's own
+content moving, not something over it: they are left out before the regions are measured. A dialog's panel is not
+on the page beneath, moved or not (a flat block tells nothing and stays). That search runs only when a region large
+enough to cover the page stands out (1-4 ms on a busy 2-core machine for a swaying character; a clean frame that
+equals its reference costs nothing more). A reference is a `Thumb` from `thumb()`, or any frame of the same size
+(reduced on the fly, with its detail).
 """
 
 from __future__ import annotations
@@ -72,18 +79,30 @@ SOLID = 0.6
 """Least share of its bounding box such a region fills (a dialog is a block; changing counters are scattered)."""
 WHOLE = 0.85
 """A region over more than this share of the grid is another screen, not something over the page."""
+DETAIL = 4
+"""A reference's detail: its frame in grey at 1/DETAIL of its size (320x180 for 1280x720: 58 kB a page)."""
+BLOCK = 4
+"""Cells per block, each way, whose pixels are looked for in the reference nearby (64x64 frame pixels)."""
+REACH = 24
+"""How far (frame pixels, each way) a block of the page's own content may have moved (a character's sway)."""
+MOVED = 0.7
+"""Least normalised correlation of a block with the reference around it to be the page's own content, moved."""
+FLAT = 4.0
+"""Least spread (grey levels, in the detail) of a block to tell whether it moved (a flat block matches anything)."""
 
 
 @dataclass(frozen=True)
 class Thumb:
     """A frame reduced to cells: mean colour (rows x cols x 3, float32), luminance and its spread (rows x cols)
-    for `size` (width, height) frames; `mask`: the cells the reference knows (None: all)."""
+    for `size` (width, height) frames; `mask`: the cells the reference knows (None: all); `detail`: see DETAIL."""
 
     colour: np.ndarray
     luma: np.ndarray
     spread: np.ndarray
     size: tuple[int, int]
     mask: np.ndarray | None = None
+    detail: np.ndarray | None = None
+    """The frame in grey at 1/DETAIL of its size (`thumb(..., detail=True)`), to tell content that moved."""
 
 
 @dataclass(frozen=True)
@@ -104,9 +123,10 @@ class CoverReport:
                 "reason": self.reason}
 
 
-def thumb(frame: np.ndarray, mask: np.ndarray | None = None) -> Thumb:
+def thumb(frame: np.ndarray, mask: np.ndarray | None = None, detail: bool = False) -> Thumb:
     """`frame` (BGR uint8) reduced to cells from a sample of SAMPLES x SAMPLES pixels each (a nearest-pixel resize:
-    no pass over the whole frame); `mask` (frame-sized, nonzero where known): the cells wholly inside it are known."""
+    no pass over the whole frame); `mask` (frame-sized, nonzero where known): the cells wholly inside it are known;
+    `detail`: keep the frame's grey detail too (a reference's, one pass over the frame)."""
     h, w = frame.shape[:2]
     rows, cols = max(1, h // CELL), max(1, w // CELL)
     sample = cv2.resize(frame, (cols * SAMPLES, rows * SAMPLES), interpolation=cv2.INTER_NEAREST)
@@ -119,12 +139,18 @@ def thumb(frame: np.ndarray, mask: np.ndarray | None = None) -> Thumb:
         small = cv2.resize((mask > 0).astype(np.uint8), (cols * SAMPLES, rows * SAMPLES),
                            interpolation=cv2.INTER_NEAREST)
         known = small.reshape(rows, SAMPLES, cols, SAMPLES).min(axis=(1, 3)) > 0
-    return Thumb(colour, luma, spread, (w, h), known)
+    return Thumb(colour, luma, spread, (w, h), known, _detail(frame) if detail else None)
+
+
+def _detail(frame: np.ndarray) -> np.ndarray:
+    h, w = frame.shape[:2]
+    grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+    return cv2.resize(grey, (max(1, w // DETAIL), max(1, h // DETAIL)), interpolation=cv2.INTER_AREA)
 
 
 def covered(frame: np.ndarray | Thumb, reference: np.ndarray | Thumb) -> CoverReport:
     """Whether something covers the page that `reference` shows clean (see the module docstring)."""
-    ref = reference if isinstance(reference, Thumb) else thumb(reference)
+    ref = reference if isinstance(reference, Thumb) else thumb(reference, detail=True)
     now = frame if isinstance(frame, Thumb) else thumb(frame)
     if now.luma.shape != ref.luma.shape:
         return CoverReport(False, reason="the reference is of another size")
@@ -142,21 +168,26 @@ def covered(frame: np.ndarray | Thumb, reference: np.ndarray | Thumb) -> CoverRe
     gain = min(ratio, 1.0)
     unlike = known & ((np.abs(now.colour - ref.colour * gain).max(axis=2) > UNLIKE) |
                       (np.abs(now.spread - ref.spread * gain) > UNLIKE_SPREAD))
-    changed = float(unlike.sum() / max(1, known.sum()))
     box, area, fill = _largest(unlike)
     cells = ref.luma.size
-    scale = (ref.size[0] / ref.luma.shape[1], ref.size[1] / ref.luma.shape[0])
-    pixels = None if box is None else (int(box[0] * scale[0]), int(box[1] * scale[1]),
-                                       int(box[2] * scale[0]), int(box[3] * scale[1]))
     if area > WHOLE * cells:
-        return CoverReport(False, None, ratio, changed, "the whole screen changed: another screen")
+        return CoverReport(False, None, ratio, float(unlike.sum() / max(1, known.sum())),
+                           "the whole screen changed: another screen")
+    if area >= min(PANEL, LARGE) * cells and ref.detail is not None and not isinstance(frame, Thumb):
+        unlike &= ~moved(unlike, _detail(frame), ref.detail)  # the page's own content, moved: not over it
+        box, area, fill = _largest(unlike)
+    changed = float(unlike.sum() / max(1, known.sum()))
     if dimmed and area >= PANEL * cells and fill >= PANEL_SOLID:
-        return CoverReport(True, pixels, ratio, changed, "a panel over the dimmed page")
+        return CoverReport(True, _pixels(box, ref), ratio, changed, "a panel over the dimmed page")
     if dimmed and ref.mask is not None:
         return CoverReport(True, None, ratio, changed, "the page's known parts are dimmed")
-    if box is not None and LARGE * cells <= area and (box[2] - box[0]) * (box[3] - box[1]) <= MOST * cells and \
-            fill >= SOLID and _rest(unlike, box) <= REST:
-        return CoverReport(True, pixels, ratio, changed, "a large region unlike the page")
+    # A dialog drawn without dimming is a solid block. Thin lines of change (counters, the edges of what moved) may
+    # join it to their own region: opened away, the block stands alone again (either way is a dialog).
+    opened = cv2.morphologyEx(unlike.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)) > 0
+    for box, area, fill in ((box, area, fill), _largest(opened)):
+        if box is not None and LARGE * cells <= area and (box[2] - box[0]) * (box[3] - box[1]) <= MOST * cells \
+                and fill >= SOLID and _rest(unlike, box) <= REST:
+            return CoverReport(True, _pixels(box, ref), ratio, changed, "a large region unlike the page")
     return CoverReport(False, None, ratio, changed, "dimmed evenly" if dimmed else "")
 
 
@@ -187,6 +218,34 @@ def judge(frame: np.ndarray, reference: Thumb | None,
     if ratio is not None and ratio < TEMPLATES_DIMMED:
         return CoverReport(True, None, ratio, 0.0, "the page's templates are dimmed")
     return CoverReport(False, None, 1.0 if ratio is None else ratio)
+
+
+def moved(unlike: np.ndarray, now: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """The cells of `unlike` (rows x cols) in blocks whose pixels (`now`, a frame's detail) are found in the
+    reference's detail `ref` within REACH (see the module docstring): the page's own content, moved."""
+    out = np.zeros_like(unlike)
+    side, reach = max(1, CELL // DETAIL), max(1, REACH // DETAIL)
+    rows, cols = unlike.shape
+    grid = np.zeros((-(-rows // BLOCK) * BLOCK, -(-cols // BLOCK) * BLOCK), bool)
+    grid[:rows, :cols] = unlike
+    for by, bx in np.argwhere(grid.reshape(grid.shape[0] // BLOCK, BLOCK, -1, BLOCK).any(axis=(1, 3))) * BLOCK:
+        y1, x1, y2, x2 = by * side, bx * side, (by + BLOCK) * side, (bx + BLOCK) * side
+        block = now[y1:y2, x1:x2]
+        if min(block.shape) < side * 2 or cv2.meanStdDev(block)[1][0, 0] < FLAT:
+            continue  # a flat block (a panel's body) tells nothing: it stays unlike
+        window = ref[max(0, y1 - reach):y2 + reach, max(0, x1 - reach):x2 + reach]
+        if window.shape[0] >= block.shape[0] and window.shape[1] >= block.shape[1] and \
+                cv2.minMaxLoc(cv2.matchTemplate(window, block, cv2.TM_CCOEFF_NORMED))[1] >= MOVED:
+            out[by:by + BLOCK, bx:bx + BLOCK] = True
+    return out
+
+
+def _pixels(box: Box | None, ref: Thumb) -> Box | None:
+    """A box of cells as frame pixels."""
+    if box is None:
+        return None
+    sx, sy = ref.size[0] / ref.luma.shape[1], ref.size[1] / ref.luma.shape[0]
+    return int(box[0] * sx), int(box[1] * sy), int(box[2] * sx), int(box[3] * sy)
 
 
 def _rest(cells: np.ndarray, box: tuple[int, int, int, int]) -> float:

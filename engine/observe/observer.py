@@ -317,7 +317,7 @@ class Observer:
         page's clean reference, what a later frame of the page is compared with (engine.observe.cover)."""
         if page in self.page_by_name:
             with self._lock:
-                self.references[page] = thumb(self.prepare(frame))
+                self.references[page] = thumb(self.prepare(frame), detail=True)
 
     def _popups(
         self, frame: np.ndarray, evidence: list[Evidence], page: str | None, strong_only: bool = False

@@ -33,8 +33,12 @@ SHIFT = 40
 """How far (pixels, each way) a shifting panel moves from AT between showings."""
 
 
+OFFER_COLOURS = ((70, 40, 90), (150, 90, 30))
+"""The offer's body and title bar colours."""
+
+
 def panel(x_spot: tuple[int, int] | None = FIXED_X, *, title: str = "Limited offer!",
-          colours: tuple = ((70, 40, 90), (150, 90, 30))) -> np.ndarray:
+          colours: tuple = OFFER_COLOURS) -> np.ndarray:
     """The dialog's pixels with its X at `x_spot` (top-left, dialog coordinates; None: no X)."""
     w, h = SIZE
     image = np.full((h, w, 3), colours[0], np.uint8)
@@ -62,9 +66,14 @@ def offer(x_spot: tuple[int, int] = FIXED_X, *, then: Overlay | None = None, ret
                    returns=returns, dim=dim, back=back)
 
 
-def login(*, dim: float = 1.0, then: Overlay | None = None) -> Overlay:
-    """Another dialog: "Daily login", closed only by its green OK at the bottom right of the panel."""
-    image = panel(None, title="Daily login", colours=((40, 80, 40), (30, 120, 150)))
+OWN_COLOURS = ((40, 80, 40), (30, 120, 150))
+"""The login dialog's own body and title bar colours (the offer's are panel()'s default)."""
+
+
+def login(*, dim: float = 1.0, then: Overlay | None = None, colours: tuple = OWN_COLOURS) -> Overlay:
+    """Another dialog: "Daily login", closed only by its green OK at the bottom right of the panel (`colours`:
+    its body and title bar, its own unless a test gives it the offer's, as one game's dialogs share a style)."""
+    image = panel(None, title="Daily login", colours=colours)
     cv2.rectangle(image, (380, 230), (480, 280), (40, 200, 60), -1)
     cv2.putText(image, "OK", (410, 265), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (255, 255, 255), 2, cv2.LINE_AA)
     return Overlay("daily_login", image, AT, (AT[0] + 380, AT[1] + 230, AT[0] + 480, AT[1] + 280), then=then,

@@ -49,23 +49,31 @@ def _learned(graph_dir: Path) -> dict[str, dict]:
             for p in graph_dir.glob("learned_*.yaml")}
 
 
-def test_two_different_dialogs_in_one_run_are_two_popups_each_dismissed_by_its_own_button(user, drawn):
+@pytest.mark.parametrize("style", ["own", "shared"])
+def test_two_different_dialogs_in_one_run_are_two_popups_each_dismissed_by_its_own_button(user, drawn, style):
+    """`shared`: both dialogs have the same panel and title bar colours (one game's style); only the title's
+    text and the close button tell them apart."""
     open_, game, graph_dir, proposals = user
     session = open_("learning: {mode: auto, min_sightings: 2}\n")
     rng = random.Random(4)
-    shows = [new_dialog.offer(new_dialog.moving_spot(rng), dim=new_dialog.DIM) if i % 2 == 0
-             else new_dialog.login(dim=new_dialog.DIM) for i in range(4)]
+    colours = new_dialog.OWN_COLOURS if style == "own" else new_dialog.OFFER_COLOURS
+
+    def login():
+        return new_dialog.login(dim=new_dialog.DIM, colours=colours)
+
+    shows = [new_dialog.offer(new_dialog.moving_spot(rng), dim=new_dialog.DIM) if i % 2 == 0 else login()
+             for i in range(4)]
     for i, dialog in enumerate(shows):
         _trip(session, game, i, dialog)
     learned = _learned(graph_dir)
     assert len(learned) == 2, sorted(learned)  # never merged, never split
     offer = next(n for n in learned if "OFFER" in n)
-    login = next(n for n in learned if "LOGIN" in n)
-    assert learned[offer]["dismiss"][0]["button"] != learned[login]["dismiss"][0]["button"]
+    login_name = next(n for n in learned if "LOGIN" in n)
+    assert learned[offer]["dismiss"][0]["button"] != learned[login_name]["dismiss"][0]["button"]
 
-    for i, (dialog, name) in enumerate([(new_dialog.login(dim=new_dialog.DIM), login),
+    for i, (dialog, name) in enumerate([(login(), login_name),
                                         (new_dialog.offer(new_dialog.moving_spot(rng), dim=new_dialog.DIM), offer),
-                                        (new_dialog.login(dim=new_dialog.DIM), login)]):
+                                        (login(), login_name)]):
         result = _trip(session, game, i, dialog)
         dismissed = [s["popup"] for s in session.tools.last_run.steps if s["kind"] == "dismiss"]
         assert result.data["vision_calls"] == 0 and dismissed == [name], (dismissed, result.data["vision_calls"])
