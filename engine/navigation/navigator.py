@@ -61,9 +61,8 @@ MAX_POPUP_DISMISSALS = 4
 """Times one popup may be dismissed in one run before it counts as blocking."""
 SETTLE_S = 0.6
 """Least time a hop may take to show its effect before the frame is judged (debounce window)."""
-POLL_S = 0.1
+POLL_S, MAX_POLL_S = 0.1, 0.5
 """First pause between looks while waiting for a hop to settle; it doubles up to MAX_POLL_S."""
-MAX_POLL_S = 0.5
 STALE_S = 10.0
 """A belief older than this is re-observed before planning."""
 CHANGE_S = 5.0
@@ -156,8 +155,9 @@ class Navigator:
             obs = self.look(ctx, expected=believed if believed != self.graph.unknown_page else None)
             self.machine.relocalise(obs.page, obs.confidence)
             self._verified = (obs, getattr(self.actuator, "performed", None)) if obs.page else None
-            return Outcome(obs.page is not None, "verified" if obs.page else "unknown_screen", describe(obs),
-                           observation=obs)
+            covered = obs.page is not None and obs.cover is not None  # a dialog no popup names is over the page
+            status = "popup_blocking" if covered else "verified" if obs.page else "unknown_screen"
+            return Outcome(obs.page is not None and not covered, status, describe(obs), observation=obs)
 
         return self.conclude(ctx, work)
 

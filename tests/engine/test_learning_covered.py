@@ -120,3 +120,35 @@ def test_without_learning_a_covered_page_is_never_verified_and_the_back_key_clos
     result = session.tools.alas_goto("page_reward")
     assert not result.ok and result.status == "popup_blocking" and game.truth()["overlays"], result.text
     assert not list(graph_dir.glob("learned_*.yaml"))
+
+
+
+def test_state_a_tasks_and_a_goals_conditions_never_call_a_covered_page_verified(user):
+    """alas_state under a dialog no popup names reports the page, but popup_blocking, never verified; a task's
+    `no_popup` success condition (engine.tasks.runner) and a goal's `page` and `no_popup` criteria
+    (engine.config.goals) do not hold under it either, and do on the same page seen clean."""
+    from engine.config.goals import Criterion, evaluate
+    from engine.config.tasks import Condition
+    from engine.core.results import Observation
+    from engine.tasks.runner import _Execution
+
+    open_, game, graph_dir, proposals = user
+    session = open_("learning: off\n")
+    assert session.tools.alas_goto("page_reward").ok
+    clean = session.tools.alas_state()
+    assert clean.ok and clean.status == "verified", clean.text
+    game.show_overlay(new_dialog.offer(dim=new_dialog.DIM))
+    covered = session.tools.alas_state()
+    assert not covered.ok and covered.status == "popup_blocking", covered.text
+    assert covered.data["observed"] == "page_reward" and "under a dialog" in covered.text, covered.text
+
+    obs = session.observer.observe(session.device.screenshot())
+    assert obs.page == "page_reward" and obs.cover is not None
+    seen_clean = Observation("page_reward")
+    execution = _Execution(session.tasks, None, session.tools.last_run)
+    for seen, held in ((obs, False), (seen_clean, True)):
+        execution.obs = seen
+        assert execution._holds(Condition(page="page_reward", no_popup=True)) is held
+        results = evaluate([Criterion(page="page_reward"), Criterion(no_popup=True)], seen,
+                                 read_field=lambda _: None, task_outcome=lambda _: None)
+        assert [r.held for r in results] == [held, held], results
