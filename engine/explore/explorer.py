@@ -71,9 +71,11 @@ def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int)
 
 
 def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
-    """What to try on a page first seen as `frame`: its tappable regions, the back key, four swipes."""
+    """What to try on a page first seen as `frame`: its tappable regions, the holes in its bars of buttons (where a
+    button may be drawn too faintly to stand out), the back key, four swipes."""
     h, w = frame.shape[:2]
-    taps = [{"type": "tap", "point": list(regions.centre(a)), "area": list(a)} for a in regions.tappable(frame)]
+    found = regions.tappable(frame) + regions.bar_gaps(frame)
+    taps = [{"type": "tap", "point": list(regions.centre(a)), "area": list(a)} for a in found]
     return taps + [{"type": "key", "key": "back"}] + _swipes((w, h))
 
 
