@@ -9,7 +9,7 @@ import numpy as np
 from engine.explore.atlas import LOADING_LOOKS, Atlas
 from engine.explore.effects import settle
 from engine.explore.regions import bar_gaps, tappable
-from engine.explore.sketch import sketch
+from engine.explore.sketch import cover, sketch
 
 
 def backdrop(w: int, h: int) -> np.ndarray:
@@ -67,6 +67,21 @@ def test_a_small_lone_button_ranks_before_the_pieces_of_a_bigger_blob():
     button(frame, home, (200, 200, 200))
     assert len(tappable(frame)) > 3
     assert hits(centres(tappable(frame, limit=1)), home)
+
+
+def test_a_big_panel_over_a_dimmed_page_whose_list_it_emptied_is_a_popup_over_that_page():
+    page = backdrop(1280, 720)
+    for y in (120, 190, 260):  # a list of three rows
+        button(page, (200, y, 520, y + 50), (60, 60, 160))
+    shown = page.copy()
+    shown[100:330, 200:540] = page[400:630, 200:540]  # collected: the rows are gone
+    shown = (shown * 0.4).astype(np.uint8)  # the backdrop dims
+    shown[200:715, 520:1070] = (90, 160, 60)  # the panel of what was received
+    button(shown, (600, 240, 900, 280), (200, 170, 90))
+    found = cover(sketch(shown), sketch(page))
+    assert found is not None and found.gain < 0.6
+    other = backdrop(1280, 720)[:, ::-1].copy()  # another page, dimmed the same: not a cover
+    assert cover(sketch((other * 0.4).astype(np.uint8)), sketch(page)) is None
 
 
 class Screen:
