@@ -100,7 +100,7 @@ class Explorer:
         self.restarts = 0
         self.stopped_because = ""
         self._started = clock()
-        self._restart_marks: list[int] = []
+        self._restart_marks: list[tuple[int, int]] = []
         self._last: tuple[Any, str] | None = None
         """The sketch and file of the last frame written."""
         self.sweeping: int | None = None
@@ -367,6 +367,10 @@ class Explorer:
             self.stopped_because = "nowhere left to go and no way to restart the game"
             return None
         if self._no_progress_restarts() >= RESTARTS_IN_A_ROW:
+            entries = self.recording.entries if self.recording is not None else []
+            if entries and entries[-1]["action"].get("type") != "restart":
+                # Judged from where the game starts, never from a dead end (from one nothing is in reach).
+                return {"type": "restart"}
             if self.sweeping is not None and self.atlas.pages[self.sweeping].swept < 2:
                 # The page being swept cannot be got back to: give up its grid, go on with the next page's.
                 self.atlas.pages[self.sweeping].swept = 2
@@ -392,10 +396,15 @@ class Explorer:
             return None
         return {"type": "restart"}
 
+    def _progress(self) -> tuple[int, int]:
+        """What was learnt so far: new outcomes, and actions taken twice (a link confirmed behind a dead end is
+        learnt too, though it costs a restart to get back)."""
+        return self.atlas.changes, sum(1 for p in self.atlas.pages for n in p.tried.values() if n >= 2)
+
     def _no_progress_restarts(self) -> int:
         count = 0
         marker = self._restart_marks
-        marker.append(self.atlas.changes)
+        marker.append(self._progress())
         for earlier in reversed(marker[:-1]):
             if earlier != marker[-1]:
                 break
