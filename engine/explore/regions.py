@@ -18,6 +18,9 @@ SHRINK = 2
 MAX_REGIONS = 24
 MIN_SIDE = 16
 """Smallest blob side (frame pixels) worth a tap: a thumb is wider than that."""
+MIN_ICON = 10
+"""Smallest side of a blob of at least MIN_SIDE squared by area: a small icon (a home button) of which only the part
+that stands out from the backdrop is found."""
 MAX_SHARE = 0.25
 """Largest blob, as a share of the frame: bigger is a backdrop, not a button."""
 GAP = 3
@@ -110,7 +113,9 @@ def _found(frame: np.ndarray) -> tuple[np.ndarray, list[tuple[Area, bool]]]:
         for box in boxes:
             area = (box[0] * SHRINK, box[1] * SHRINK, min(w, box[2] * SHRINK), min(h, box[3] * SHRINK))
             fw, fh = area[2] - area[0], area[3] - area[1]
-            if fw < MIN_SIDE or fh < MIN_SIDE or fw * fh > MAX_SHARE * w * h:
+            small = fw < MIN_SIDE or fh < MIN_SIDE
+            if small and (min(fw, fh) < MIN_ICON or fw * fh < MIN_SIDE * MIN_SIDE * 0.7) \
+                    or fw * fh > MAX_SHARE * w * h:
                 continue
             found.append((area, len(boxes) == 1))
     return mask, found
