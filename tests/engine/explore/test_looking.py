@@ -121,3 +121,12 @@ def test_a_loading_screen_that_stays_is_a_page_after_all():
         assert atlas.absorb({"type": "screenshot"}, loading, "b.png").kind == "loading"
     here = atlas.absorb({"type": "screenshot"}, loading, "b.png")
     assert here.kind == "page" and not atlas.pages[here.page].loading
+
+
+def test_a_small_icon_of_which_only_a_part_stands_out_is_a_tap_a_speck_is_not():
+    frame = backdrop(1280, 720)
+    frame[22:34, 1220:1236] = (60, 30, 30)  # 16 x 12: the dark half of a home icon
+    frame[400:406, 600:606] = (60, 30, 30)  # a speck
+    points = centres(tappable(frame))
+    assert hits(points, (1213, 18, 1245, 49))
+    assert not hits(points, (590, 390, 616, 416))
