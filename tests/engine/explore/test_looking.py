@@ -125,7 +125,7 @@ def test_a_loading_screen_that_stays_is_a_page_after_all():
 
 def test_a_small_icon_of_which_only_a_part_stands_out_is_a_tap_a_speck_is_not():
     frame = backdrop(1280, 720)
-    frame[22:34, 1220:1236] = (60, 30, 30)  # 16 x 12: the dark half of a home icon
+    frame[24:32, 1218:1238] = (60, 30, 30)  # the dark part of a home icon
     frame[400:406, 600:606] = (60, 30, 30)  # a speck
     points = centres(tappable(frame))
     assert hits(points, (1213, 18, 1245, 49))
