@@ -18,6 +18,8 @@ from engine.explore.sketch import SAME_PAGE, Cover, Sketch, cell_match, cover, s
 Area = tuple[int, int, int, int]
 KEEP_SKETCHES = 8
 """Sketches kept per page to match new frames against (the first ones, then every one that matched less well)."""
+LOADING_LOOKS = 2
+"""Looks in a row at a loading screen that stays before it counts as a page (engine.explore.atlas.Atlas._stays)."""
 KEEP_MEMBERS = 6
 """Member frames kept per page as evidence."""
 
@@ -114,6 +116,8 @@ class Atlas:
         self._start_by_restart = False
         self._last: tuple[int, str] | None = None
         """The page and action that led to the current screen (moved on when a loading screen resolves)."""
+        self._looks = 0
+        """Looks in a row at one loading screen that stayed."""
         self.changes = 0
         """How often something new was learnt (a page, a popup, a link outcome not seen before)."""
 
@@ -202,6 +206,7 @@ class Atlas:
         elif kind_of == "screenshot":
             if prev.kind == "page" and now != prev and now.kind == "page" and self.pages[prev.page].visits <= 1:
                 self._became_loading(prev.page, now.page)
+            now = self._stays(prev, now)
         elif prev.kind == "page":
             key = action_key(action)
             node = self.pages[prev.page]
@@ -237,6 +242,20 @@ class Atlas:
         page = self._page_for(sk, "new" if kind == "new" else "page", page_id, frame_path)
         if not page.loading and page.visits <= 1:
             page.loading = True
+
+    def _stays(self, prev: Here, now: Here) -> Here:
+        """A loading screen looked at LOADING_LOOKS times in a row (each look waits for it to go) that is still
+        there goes nowhere by itself: it is a page after all (one whose clock ticks, taken for one that loads)."""
+        if prev.kind == "loading" and now == prev:
+            self._looks += 1
+            if self._looks >= LOADING_LOOKS:
+                self.pages[now.page].loading = False
+                self.changes += 1
+                self._looks = 0
+                return Here("page", now.page)
+        else:
+            self._looks = 0
+        return now
 
     def _moves_by_itself(self, node: PageNode) -> None:
         """A screen every different action (four at least, a swipe among them: swipes rarely leave a page) left for

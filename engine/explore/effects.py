@@ -2,7 +2,8 @@
 and went by themselves on the way (loading screens).
 
 A screen counts as settled when it has not changed for `quiet` seconds (longer for a screen never seen before, so a
-slow loading screen is not taken for a page, and never while it is a known loading screen); the whole wait is
+slow loading screen is not taken for a page, and never while it is a known loading screen); a change of a few cells
+(a ticking clock) only restarts the `quiet` wait, and is no loading screen; the whole wait is
 bounded by `longest`. Black frames and transient device errors are looked past, up to the same bound.
 """
 
@@ -16,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from engine.core.errors import BlackFrame, DeviceError
-from engine.explore.sketch import Sketch, changed, sketch
+from engine.explore.sketch import SAME_PAGE, Sketch, changed, similarity, sketch
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,9 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
     quiet, quiet_new, poll, transient = QUIET * pace, QUIET_NEW * pace, POLL * pace, TRANSIENT * pace
     start = clock()
     out = Settled(None, None)
-    held_since = start
+    held_since = still_since = start
     held_frame: np.ndarray | None = None
+    held_sketch: Sketch | None = None
     failures = 0
     while True:
         now = clock()
@@ -72,16 +74,22 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
         if frame is not None:
             sk = sketch(frame)
             if out.sketch is None or changed(sk, out.sketch):
-                if out.sketch is not None and held_frame is not None and now - held_since >= transient \
-                        and (before is None or changed(out.sketch, before)):
-                    out.transients.append((held_frame, out.sketch))
+                # A few cells changed (a clock ticking, a counter, a blinking badge): still the same screen. It
+                # is no loading screen that came and went, and it does not start the wait for a new screen again
+                # (a page whose clock ticks faster than that wait would never settle); only `quiet` of stillness.
+                small = held_sketch is not None and similarity(sk, held_sketch) >= SAME_PAGE
+                if not small and held_sketch is not None and held_frame is not None \
+                        and now - held_since >= transient and (before is None or changed(held_sketch, before)):
+                    out.transients.append((held_frame, held_sketch))
                 if before is None or changed(sk, before):
                     out.moved = True
-                out.frame, out.sketch, held_frame, held_since = frame, sk, frame, now
+                out.frame, out.sketch, still_since = frame, sk, now
+                if not small:
+                    held_frame, held_sketch, held_since = frame, sk, now
             else:
                 out.frame = frame
                 wait = quiet if known(sk) else quiet_new
-                if now - held_since >= wait and not loading(sk):
+                if now - held_since >= wait and now - still_since >= quiet and not loading(sk):
                     return out
         if now - start >= longest:
             out.timed_out = True

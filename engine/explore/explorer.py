@@ -2,10 +2,11 @@
 budget of actions and time, learning its pages, links, popups and loading screens (engine.explore.atlas).
 
 Each turn stands somewhere and picks one action: on a popup, the next way to dismiss it (the back key, a tap on a
-region inside its box, a tap outside it); on a page, the next action never tried there (taps on tappable regions,
-the back key, four swipes), else one taken once to confirm where it leads, else the first hop of the shortest known
-route to a page with work left; with nowhere to go, the app is restarted. Every action and the frame it settled on
-is recorded before it is learnt from, so a recording replays into the same atlas (``--resume``).
+region inside its box, a tap outside it); on a page, the next action never tried there (taps on tappable regions and
+on the holes in bars of them, the back key, four swipes), else one taken once to confirm where it leads, else the
+first hop of the shortest known route to a page with work left; with nowhere to go, the app is restarted. Every
+action and the frame it settled on is recorded before it is learnt from, so a recording replays into the same atlas
+(``--resume``).
 """
 
 from __future__ import annotations
@@ -71,9 +72,11 @@ def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int)
 
 
 def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
-    """What to try on a page first seen as `frame`: its tappable regions, the back key, four swipes."""
+    """What to try on a page first seen as `frame`: its tappable regions, the holes in its bars of buttons (where a
+    button may be drawn too faintly to stand out), the back key, four swipes."""
     h, w = frame.shape[:2]
-    taps = [{"type": "tap", "point": list(regions.centre(a)), "area": list(a)} for a in regions.tappable(frame)]
+    found = regions.tappable(frame) + regions.bar_gaps(frame)
+    taps = [{"type": "tap", "point": list(regions.centre(a)), "area": list(a)} for a in found]
     return taps + [{"type": "key", "key": "back"}] + _swipes((w, h))
 
 
@@ -97,7 +100,7 @@ class Explorer:
         self.restarts = 0
         self.stopped_because = ""
         self._started = clock()
-        self._restart_marks: list[int] = []
+        self._restart_marks: list[tuple[int, int]] = []
         self._last: tuple[Any, str] | None = None
         """The sketch and file of the last frame written."""
         self.sweeping: int | None = None
@@ -364,6 +367,10 @@ class Explorer:
             self.stopped_because = "nowhere left to go and no way to restart the game"
             return None
         if self._no_progress_restarts() >= RESTARTS_IN_A_ROW:
+            entries = self.recording.entries if self.recording is not None else []
+            if entries and entries[-1]["action"].get("type") != "restart":
+                # Judged from where the game starts, never from a dead end (from one nothing is in reach).
+                return {"type": "restart"}
             if self.sweeping is not None and self.atlas.pages[self.sweeping].swept < 2:
                 # The page being swept cannot be got back to: give up its grid, go on with the next page's.
                 self.atlas.pages[self.sweeping].swept = 2
@@ -389,10 +396,15 @@ class Explorer:
             return None
         return {"type": "restart"}
 
+    def _progress(self) -> tuple[int, int]:
+        """What was learnt so far: new outcomes, and actions taken twice (a link confirmed behind a dead end is
+        learnt too, though it costs a restart to get back)."""
+        return self.atlas.changes, sum(1 for p in self.atlas.pages for n in p.tried.values() if n >= 2)
+
     def _no_progress_restarts(self) -> int:
         count = 0
         marker = self._restart_marks
-        marker.append(self.atlas.changes)
+        marker.append(self._progress())
         for earlier in reversed(marker[:-1]):
             if earlier != marker[-1]:
                 break

@@ -18,10 +18,25 @@ SHRINK = 2
 MAX_REGIONS = 24
 MIN_SIDE = 16
 """Smallest blob side (frame pixels) worth a tap: a thumb is wider than that."""
+MIN_ICON = 10
+"""Smallest side of a blob of at least MIN_SIDE squared by area: a small icon (a home button) of which only the part
+that stands out from the backdrop is found."""
 MAX_SHARE = 0.25
 """Largest blob, as a share of the frame: bigger is a backdrop, not a button."""
 GAP = 3
 """Shrunk pixels of (nearly) empty rows or columns that split one blob into two (buttons side by side)."""
+BAR_MEMBERS = 3
+"""Blobs sharing one band that make a bar (a tab bar, a menu bar) whose holes are worth a tap."""
+BAND_OVERLAP = 0.6
+"""Share of the thinner of two blobs' extent across the bar that must overlap for both to be in one band."""
+GAP_SHARE = 0.75
+"""A hole in a bar at least this share of the bar's usual button width may hold a button."""
+GAP_SLOTS = 4
+"""Slots one hole in a bar is split into at most (a hole wanting more is a stretch of backdrop, not a hole)."""
+MAX_GAP_SLOTS = 8
+"""Taps offered in the holes of a frame's bars at most."""
+EMPTY = 0.2
+"""Largest share of a hole's slot that stands out: a slot fuller than that is a panel's inside, not a hole."""
 ELONGATED = 4.0
 """A blob this many times wider than tall (or taller than wide) also offers its two ends (an icon beside a label)."""
 
@@ -63,9 +78,14 @@ def _cut(mask: np.ndarray, x0: int, y0: int, depth: int = 0) -> list[Area]:
                 while j < n and low[j]:
                     j += 1
                 if j - i >= GAP and j < n:
+                    # The run is cut out as a piece of its own, not thrown away: a lower button between two
+                    # taller ones (a bar of buttons of unequal heights) is such a run, and a leak of the backdrop
+                    # estimate left in a real gap is either too thin to keep or one tap more.
                     if axis == 0:
-                        return _cut(mask[:, :i], x0, y0, depth + 1) + _cut(mask[:, j:], x0 + j, y0, depth + 1)
-                    return _cut(mask[:i, :], x0, y0, depth + 1) + _cut(mask[j:, :], x0, y0 + j, depth + 1)
+                        return (_cut(mask[:, :i], x0, y0, depth + 1) + _cut(mask[:, i:j], x0 + i, y0, depth + 1)
+                                + _cut(mask[:, j:], x0 + j, y0, depth + 1))
+                    return (_cut(mask[:i, :], x0, y0, depth + 1) + _cut(mask[i:j, :], x0, y0 + i, depth + 1)
+                            + _cut(mask[j:, :], x0, y0 + j, depth + 1))
                 i = j
     return [(x0, y0, x0 + w, y0 + h)]
 
@@ -80,22 +100,74 @@ def _ends(area: Area) -> list[Area]:
     return [area]
 
 
-def tappable(frame: np.ndarray, *, within: Area | None = None, limit: int = MAX_REGIONS) -> list[Area]:
-    """Candidate tap areas on `frame` (those centred inside `within` when given), biggest first."""
+def _found(frame: np.ndarray) -> tuple[np.ndarray, list[tuple[Area, bool]]]:
+    """The shrunk mask, and the blobs of button size on `frame` (frame pixels), each with whether it stands alone
+    (a whole connected blob, not a piece cut from a bigger one: a panel's fragments are poorer guesses)."""
     h, w = frame.shape[:2]
     mask = _mask(frame)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=4)
-    found: list[Area] = []
+    found: list[tuple[Area, bool]] = []
     for i in range(1, count):
         x, y, bw, bh, _ = (int(v) for v in stats[i])
-        for box in _cut((labels[y:y + bh, x:x + bw] == i).astype(np.uint8), x, y):
+        boxes = _cut((labels[y:y + bh, x:x + bw] == i).astype(np.uint8), x, y)
+        for box in boxes:
             area = (box[0] * SHRINK, box[1] * SHRINK, min(w, box[2] * SHRINK), min(h, box[3] * SHRINK))
             fw, fh = area[2] - area[0], area[3] - area[1]
-            if fw < MIN_SIDE or fh < MIN_SIDE or fw * fh > MAX_SHARE * w * h:
+            small = fw < MIN_SIDE or fh < MIN_SIDE
+            if small and (min(fw, fh) < MIN_ICON or fw * fh < MIN_SIDE * MIN_SIDE * 0.7) \
+                    or fw * fh > MAX_SHARE * w * h:
                 continue
-            found.extend(a for a in _ends(area) if within is None or _inside(_centre(a), within))
-    found.sort(key=lambda a: -min((a[2] - a[0]) * (a[3] - a[1]), 20000))
-    return _distinct(found)[:limit]
+            found.append((area, len(boxes) == 1))
+    return mask, found
+
+
+def tappable(frame: np.ndarray, *, within: Area | None = None, limit: int = MAX_REGIONS) -> list[Area]:
+    """Candidate tap areas on `frame` (those centred inside `within` when given): blobs that stand alone first (a
+    small home icon in a corner before the pieces of a big panel), biggest first within each."""
+    found = [(a, alone) for area, alone in _found(frame)[1] for a in _ends(area)
+             if within is None or _inside(_centre(a), within)]
+    found.sort(key=lambda f: (not f[1], -min((f[0][2] - f[0][0]) * (f[0][3] - f[0][1]), 20000)))
+    return _distinct([a for a, _ in found])[:limit]
+
+
+def bar_gaps(frame: np.ndarray, *, limit: int = MAX_GAP_SLOTS) -> list[Area]:
+    """Where a row (or column) of buttons has a hole: a bar of BAR_MEMBERS blobs or more that share one band, and
+    an empty stretch between two of them wide enough for a button of the bar's usual width, split into slots of
+    about that width. A button drawn too faintly to stand out (or not drawn at all) in a tab bar or a menu bar is
+    found here without a grid of taps over the whole screen."""
+    mask, found = _found(frame)
+    areas = [a for a, _ in found]
+    out: list[Area] = []
+    for axis in (0, 1):  # 0: a horizontal bar (members side by side), 1: a vertical one
+        lo, hi = (1, 3) if axis == 0 else (0, 2)  # the band's coordinates
+        along = (0, 2) if axis == 0 else (1, 3)  # the bar's direction
+        bands: list[list[Area]] = []
+        for area in sorted(areas, key=lambda a: (a[lo] + a[hi]) / 2):
+            for band in bands:
+                top, bottom = min(b[lo] for b in band), max(b[hi] for b in band)
+                overlap = min(bottom, area[hi]) - max(top, area[lo])
+                if overlap >= BAND_OVERLAP * min(area[hi] - area[lo], bottom - top):
+                    band.append(area)
+                    break
+            else:
+                bands.append([area])
+        for band in (b for b in bands if len(b) >= BAR_MEMBERS):
+            band.sort(key=lambda a: a[along[0]])
+            width = float(np.median([a[along[1]] - a[along[0]] for a in band]))
+            top, bottom = min(b[lo] for b in band), max(b[hi] for b in band)
+            for i, nxt in enumerate(band[1:], 1):
+                start, end = max(b[along[1]] for b in band[:i]), nxt[along[0]]
+                n = int(round((end - start) / width)) if width > 0 else 0
+                if end - start < GAP_SHARE * width or n > GAP_SLOTS:
+                    continue
+                step = (end - start) / max(1, n)
+                for k in range(max(1, n)):
+                    a, b = int(start + k * step), int(start + (k + 1) * step)
+                    slot = (a, top, b, bottom) if axis == 0 else (top, a, bottom, b)
+                    inside = mask[slot[1] // SHRINK:slot[3] // SHRINK, slot[0] // SHRINK:slot[2] // SHRINK]
+                    if inside.size and inside.mean() < EMPTY:
+                        out.append(slot)
+    return out[:limit]
 
 
 def _centre(area: Area) -> tuple[int, int]:

@@ -23,6 +23,10 @@ SAME_PAGE = 0.82
 """Share of matching cells above which two frames show one page."""
 DIM_BELOW = 0.85
 """A rest of screen this much darker than the reference (or more) is a dimmed backdrop: a popup is up."""
+BOX = 0.6
+"""Largest share of the cells a popup's box may cover (the rest shows the page it covers)."""
+DIMMED_BOX = 0.75
+"""The same over a dimmed backdrop."""
 
 Area = tuple[int, int, int, int]
 
@@ -120,7 +124,9 @@ def cover(frame: Sketch, reference: Sketch) -> Cover | None:
     outside = np.ones_like(same)
     outside[r1:r2, c1:c2] = False
     rest = float(same[outside].mean()) if outside.any() else 0.0
-    if box_cells > 0.6 * same.size or rest < 0.9 or diff.sum() < 2:
+    # Under a dimmed backdrop (a modal panel) the box may be bigger: what the panel's action changed on the page
+    # beside it (a list emptied by "collect all") joins the box, and the dimmed rest still shows which page it is.
+    if box_cells > (DIMMED_BOX if gain <= DIM_BELOW else BOX) * same.size or rest < 0.9 or diff.sum() < 2:
         return None
     if gain > DIM_BELOW and box_cells > 0.3 * same.size:
         return None  # undimmed: only a small box (a toast, a banner) counts as covering

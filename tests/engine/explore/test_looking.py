@@ -1,0 +1,132 @@
+"""How the explorer looks at a frame it knows nothing about (issue 37): buttons of unequal heights side by side, a
+hole in a bar of buttons, a page whose clock ticks (no loading screen), a loading screen that never goes. Frames are
+drawn here, in portrait and landscape, with no game's look."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.explore.atlas import LOADING_LOOKS, Atlas
+from engine.explore.effects import settle
+from engine.explore.regions import bar_gaps, tappable
+from engine.explore.sketch import cover, sketch
+
+
+def backdrop(w: int, h: int) -> np.ndarray:
+    """A plain gradient backdrop, a little noisy."""
+    rng = np.random.default_rng(3)
+    ramp = np.linspace(40, 90, w, dtype=np.float32)[None, :, None]
+    frame = np.broadcast_to(ramp, (h, w, 3)).copy() + rng.normal(0, 2, (h, w, 3))
+    frame[..., 1] += 30
+    return np.clip(frame, 0, 255).astype(np.uint8)
+
+
+def button(frame: np.ndarray, area: tuple[int, int, int, int], colour: tuple[int, int, int]) -> None:
+    x1, y1, x2, y2 = area
+    frame[y1:y2, x1:x2] = colour
+    frame[y1 + (y2 - y1) // 3:y2 - (y2 - y1) // 3, x1 + 10:x2 - 10] = 255  # a label
+
+
+def centres(areas):
+    return [((a[0] + a[2]) // 2, (a[1] + a[3]) // 2) for a in areas]
+
+
+def hits(points, area) -> bool:
+    return any(area[0] <= x < area[2] and area[1] <= y < area[3] for x, y in points)
+
+
+def test_a_lower_button_between_taller_ones_is_a_region_of_its_own():
+    frame = backdrop(1280, 720)
+    bar = [(800, 660, 955, 712), (955, 688, 1105, 712), (1105, 660, 1260, 712)]  # touching, the middle one lower
+    for area, colour in zip(bar, ((150, 110, 90), (80, 90, 150), (150, 110, 90))):
+        button(frame, area, colour)
+    points = centres(tappable(frame))
+    assert all(hits(points, area) for area in bar)
+
+
+def test_a_hole_in_a_bar_of_buttons_is_offered_a_tap_an_empty_stretch_elsewhere_is_not():
+    frame = backdrop(720, 1280)  # portrait: a bottom bar of five entries, the third not drawn at all
+    entries = [(10 + i * 142, 1180, 140 + i * 142, 1260) for i in range(5)]
+    for i, area in enumerate(entries):
+        if i != 2:
+            button(frame, area, (160, 120, 80))
+    button(frame, (300, 400, 420, 460), (90, 140, 90))  # a lone button mid-screen: no bar, no hole beside it
+    gaps = bar_gaps(frame)
+    assert hits(centres(gaps), entries[2])
+    assert all(a[1] >= 1100 for a in gaps)
+    full = frame.copy()
+    full[1180:1260, 150:560] = (30, 30, 30)  # the stretch is a panel's inside, not a hole
+    assert not hits(centres(bar_gaps(full)), entries[2])
+
+
+def test_a_small_lone_button_ranks_before_the_pieces_of_a_bigger_blob():
+    frame = backdrop(1280, 720)
+    for area in ((200, 300, 400, 360), (400, 330, 600, 360), (600, 300, 800, 360)):  # one blob, cut in pieces
+        button(frame, area, (150, 110, 90))
+    home = (1210, 22, 1240, 46)  # a corner icon, smaller than every piece
+    button(frame, home, (200, 200, 200))
+    assert len(tappable(frame)) > 3
+    assert hits(centres(tappable(frame, limit=1)), home)
+
+
+def test_a_big_panel_over_a_dimmed_page_whose_list_it_emptied_is_a_popup_over_that_page():
+    page = backdrop(1280, 720)
+    for y in (120, 190, 260):  # a list of three rows
+        button(page, (200, y, 520, y + 50), (60, 60, 160))
+    shown = page.copy()
+    shown[100:330, 200:540] = page[400:630, 200:540]  # collected: the rows are gone
+    shown = (shown * 0.4).astype(np.uint8)  # the backdrop dims
+    shown[200:715, 520:1070] = (90, 160, 60)  # the panel of what was received
+    button(shown, (600, 240, 900, 280), (200, 170, 90))
+    found = cover(sketch(shown), sketch(page))
+    assert found is not None and found.gain < 0.6
+    other = backdrop(1280, 720)[:, ::-1].copy()  # another page, dimmed the same: not a cover
+    assert cover(sketch((other * 0.4).astype(np.uint8)), sketch(page)) is None
+
+
+class Screen:
+    """A screen on a fake clock: page `frame` with a clock in a corner that ticks every `tick` seconds."""
+
+    def __init__(self, frame: np.ndarray, tick: float) -> None:
+        self.frame, self.tick, self.now = frame, tick, 0.0
+
+    def look(self) -> np.ndarray:
+        out = self.frame.copy()
+        if int(self.now / self.tick) % 2:
+            out[10:50, 1100:1260] = 255 - out[10:50, 1100:1260]
+        return out
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_a_page_whose_clock_ticks_settles_and_is_no_loading_screen():
+    frame = backdrop(1280, 720)
+    button(frame, (100, 300, 400, 380), (150, 110, 90))
+    screen = Screen(frame, tick=1.0)
+    before = sketch(backdrop(1280, 720))  # the page the tap left
+    done = settle(screen.look, before=before, known=lambda sk: False, sleep=screen.sleep, clock=lambda: screen.now)
+    assert not done.timed_out and done.frame is not None
+    assert done.transients == []
+    assert screen.now < 5.0
+
+
+def test_a_loading_screen_that_stays_is_a_page_after_all():
+    atlas = Atlas()
+    page, loading = sketch(backdrop(1280, 720)), sketch(np.full((720, 1280, 3), 200, np.uint8))
+    atlas.absorb({"type": "screenshot"}, page, "a.png")
+    here = atlas.absorb({"type": "tap", "point": [5, 5]}, loading, "b.png", transients=[(loading, "t.png")])
+    assert here.kind == "loading"
+    for _ in range(LOADING_LOOKS - 1):
+        assert atlas.absorb({"type": "screenshot"}, loading, "b.png").kind == "loading"
+    here = atlas.absorb({"type": "screenshot"}, loading, "b.png")
+    assert here.kind == "page" and not atlas.pages[here.page].loading
+
+
+def test_a_small_icon_of_which_only_a_part_stands_out_is_a_tap_a_speck_is_not():
+    frame = backdrop(1280, 720)
+    frame[24:32, 1218:1238] = (60, 30, 30)  # the dark part of a home icon
+    frame[400:406, 600:606] = (60, 30, 30)  # a speck
+    points = centres(tappable(frame))
+    assert hits(points, (1213, 18, 1245, 49))
+    assert not hits(points, (590, 390, 616, 416))
