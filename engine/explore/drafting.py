@@ -78,14 +78,15 @@ def title_of(frame: np.ndarray, reader: Reader | None) -> tuple[Area, str] | Non
 
 def covered_pages(atlas: Atlas) -> dict[int, tuple[int, Any]]:
     """Pages that are another page under a popup, seen before that page was known (the popup came first): page id
-    -> (the page it covers, the cover). The page covered must be where some action on it went (the dismissal that
-    worked): under a dark backdrop, unlike pages look alike."""
+    -> (the page it covers, the cover). The page covered must be where some action on it went at least once (the
+    dismissal that worked; under faults the same tap may have other effects on other tries): under a dark backdrop,
+    unlike pages look alike."""
     out: dict[int, tuple[int, Any]] = {}
     live = [p for p in atlas.live_pages() if p.sketches]
     for page in live:
         if page.id == atlas.start:
             continue
-        went = {c.most_common(1)[0][0] for c in page.results.values() if c}
+        went = {outcome for c in page.results.values() for outcome in c}
         for other in live:
             if other.id != page.id and other.id not in out and ("page", other.id) in went:
                 found = cover(page.sketches[0], other.sketches[0])
@@ -102,10 +103,9 @@ def fold_covered(atlas: Atlas, covered: dict[int, tuple[int, Any]]) -> None:
         node = atlas.pages[page_id]
         popup = PopupNode(len(atlas.popups), found.box, over={under}, sketches=list(node.sketches),
                           members=list(node.members))
-        for key, counter in node.results.items():
-            if counter.most_common(1)[0][0] == ("page", under):
-                popup.dismiss = dict(node.taken[key])
-                break
+        tries = [(counter[("page", under)], key) for key, counter in node.results.items() if counter[("page", under)]]
+        if tries:  # the action that went there most often
+            popup.dismiss = dict(node.taken[max(tries, key=lambda t: t[0])[1]])
         atlas.popups.append(popup)
         node.loading = True  # no longer a page of the draft
         for other in atlas.pages:

@@ -28,6 +28,9 @@ def screens():
     game.goto("page_main")
     game.show_popup("popup_announcement")
     out["popup"] = game.frame()
+    game.goto("page_main")
+    game.show_popup("popup_reward")
+    out["reward"] = game.frame()
     return out
 
 
@@ -97,3 +100,28 @@ def test_grid_rounds_leave_out_what_was_tried_and_each_other():
     assert len(points) == len(coarse) + len(fine)
     assert not any(x < 200 and y < 200 for x, y in points)
     assert len(coarse) < len(fine)
+
+
+def test_a_page_seen_under_a_popup_first_is_folded_even_when_its_dismissal_had_other_effects(screens):
+    """Under faults the tap that closed the popup went elsewhere on other tries (the demo's main page was drafted
+    twice under chaos): one try that led to the page under it is enough, and that tap is the popup's dismissal."""
+    from collections import Counter
+
+    from engine.explore.atlas import Atlas, PageNode
+    from engine.explore.drafting import covered_pages, fold_covered
+
+    atlas = Atlas()
+    login = PageNode(0, sketches=[sketch(screens["page_shop"])])
+    under = PageNode(1, sketches=[sketch(screens["page_main"])])
+    seen_first = PageNode(2, sketches=[sketch(screens["reward"])])
+    ok, back = "tap:639,529", "key:back"
+    seen_first.taken = {ok: {"type": "tap", "point": [639, 529]}, back: {"type": "key", "key": "back"}}
+    seen_first.results = {ok: Counter({("page", 0): 1, ("page", 1): 1, ("same",): 1}), back: Counter({("same",): 2})}
+    login.results = {"tap:1,1": Counter({("page", 2): 1})}
+    atlas.pages, atlas.start = [login, under, seen_first], 0
+    covered = covered_pages(atlas)
+    assert list(covered) == [2] and covered[2][0] == 1
+    fold_covered(atlas, covered)
+    [popup] = atlas.popups
+    assert popup.over == {1} and popup.dismiss == {"type": "tap", "point": [639, 529]}
+    assert seen_first.loading and login.results["tap:1,1"] == Counter({("page", 1): 1})
