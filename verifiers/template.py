@@ -28,11 +28,12 @@ FLAT_STD = 8.0
 compared by colour difference and is colour-grade evidence (ALAS checks such buttons by colour, too)."""
 MIN_STRONG_PIXELS = 256
 """Templates with fewer pixels than this (ALAS's 9x16 IDLE marks) are weak evidence, like a colour check."""
-COARSE_MIN_SIDE = 12
-"""Templates smaller than this (either side) are matched at full scale only: halving them loses their shape."""
-COARSE_LEVELS = ((4, 600), (2, 0))
-"""(scale, least full-scale positions): a coarse stage pays only when the search has many more positions than
-the full-scale refinement around the coarse best tries ((2 * (REFINE + scale) + 1) ** 2)."""
+COARSE_LEVELS = ((4, 600, 48), (2, 0, 12))
+"""(scale, least full-scale positions, least template side): a coarse stage pays only when the search has many more
+positions than the full-scale refinement around the coarse best tries ((2 * (REFINE + scale) + 1) ** 2), and only
+for a template that keeps its shape shrunk: one under 12 px a side is matched at full scale only, one under 48 px
+is never searched at quarter scale (ALAS's 27 px story-skip icon of thin lines is 6 px there and correlates better
+with any texture than with itself)."""
 COARSE_SLACK = 0.35
 """How far below the threshold a coarse score may be and still be refined at full scale."""
 REFINE = 3
@@ -83,8 +84,8 @@ class TemplateCheck:
         positions = (w - max(t.shape[1] for t in self.templates) + 1) * (h - max(t.shape[0] for t in self.templates) + 1)
         self.scale = 1
         if self.usable and not any(self.flat) and self.coarse:
-            for scale, least in COARSE_LEVELS:
-                if small >= COARSE_MIN_SIDE * scale // 2 and positions >= least:
+            for scale, least, side in COARSE_LEVELS:
+                if small >= side and positions >= least:
                     self.scale = scale
                     break
         self._coarse: tuple = ()

@@ -27,7 +27,7 @@ template is missing from the pack is never named (it is reported once in the log
 
 Strength: a "strong" page or popup has a textured template of at least 256 pixels or an OCR signature; colour,
 flat templates and tiny templates (ALAS's 9x16 IDLE marks, which match textured backgrounds by chance) are weak.
-A weak popup is not reported over a page seen on strong evidence.
+A weak popup is not reported over a page seen on strong evidence, unless that page is covered (7.): the cover is it.
 
 Ambiguity rule: when several pages hit, "strong" pages (at least one template or OCR signature) beat colour-only
 ones; among strong hits the best score wins when it leads the runner-up by at least ``AMBIGUITY_MARGIN``, and is
@@ -300,6 +300,8 @@ class Observer:
         if escalate and page is None and not popups and not ambiguous:
             page, popups, confidence = self._escalate(frame, evidence)
         cover = self._cover(frame, page, evidence) if page is not None and not popups and not ambiguous else None
+        if cover is not None and (weak := [t.name for t, _ in self._popups(frame, evidence, page) if not t.strong]):
+            popups, cover = tuple(weak), None  # a weak popup's own evidence, and the page under it is covered
         return self._finish(start, page, popups, evidence, ambiguous=ambiguous, confidence=confidence, cover=cover)
 
     def _cover(self, frame: np.ndarray, page: str, evidence: list[Evidence]) -> CoverReport | None:

@@ -290,3 +290,29 @@ def test_wider_tap_targets_stay_inside_the_screen(graph: Graph) -> None:
         for name in WIDER_TAP_TARGETS:
             x1, y1, x2, y2 = graph.for_server(server).button(name).click_area
             assert 0 <= x1 < x2 <= WIDTH and 0 <= y1 < y2 <= HEIGHT, (name, server)
+
+
+def test_every_blocking_popup_drawn_over_a_page_is_named(graph: Graph, shared_dir: Path) -> None:
+    """The simulator draws each blocking popup with ALAS's own assets over pages it may cover (a spread of up to
+    four): the observer names the popup, never a covered page under it. Two ways this broke: a 27 px icon searched
+    at quarter scale (STORY_SKIP_3, never found), and a weak popup (colour and a small template: BATTLE_STATUS_S)
+    hidden under a page seen on strong evidence, so every goto from that page stopped at popup_blocking."""
+    from engine.config.assetpacks import AlasAssetPack
+    from engine.observe.observer import Observer
+    from engine.sim.game import SimGame
+
+    en = graph.for_server("en")
+    assets = AlasAssetPack(shared_dir / "alas" / "assets", "en", fallback=en.fallback_server)
+    observer, game = Observer(en, assets), SimGame(en, assets=assets)
+    pages = [p.name for p in en.pages if p.signatures]
+    missed = []
+    for popup in (p for p in en.popups if p.blocking):
+        allowed = [p for p in pages if popup.pages is None or p in popup.pages]
+        for page in allowed[:: max(1, len(allowed) // 4)][:4]:
+            game.goto(page)
+            game.popups = []
+            game.show_popup(popup.name)
+            seen = observer.observe(game.frame())
+            if popup.name not in seen.popups:
+                missed.append((popup.name, page, seen.page, seen.popups, seen.cover and seen.cover.reason))
+    assert not missed, missed

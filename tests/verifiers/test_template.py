@@ -128,7 +128,8 @@ def test_real_alas_template_on_a_real_screenshot(shared_dir, make_graph):
 
 
 @pytest.mark.parametrize("area, size, offset, scale", [
-    ((401, 302, 481, 342), (40, 80), None, 4),  # quarter scale, then full scale around the coarse best
+    ((401, 302, 481, 350), (48, 80), None, 4),  # quarter scale, then full scale around the coarse best
+    ((401, 302, 481, 342), (40, 80), None, 2),  # under 48 px a side: a quarter of it would lose its shape
     ((403, 301, 483, 341), (40, 80), (10, 10), 2),
     ((402, 303, 432, 313), (10, 30), None, 1),
 ])
