@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.explore.sketch import SAME_PAGE, Cover, Sketch, cell_match, cover, similarity
+from engine.explore.sketch import DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, similarity
 
 Area = tuple[int, int, int, int]
 KEEP_SKETCHES = 8
@@ -22,6 +22,8 @@ LOADING_LOOKS = 2
 """Looks in a row at a loading screen that stays before it counts as a page (engine.explore.atlas.Atlas._stays)."""
 KEEP_MEMBERS = 6
 """Member frames kept per page as evidence."""
+COVER_SKETCHES = 3
+"""A page's sketches a frame is compared with to tell whether it is that page under a popup."""
 
 
 def action_key(action: dict[str, Any]) -> str:
@@ -59,6 +61,9 @@ class PageNode:
     """Levels of grid taps added to its actions (engine.explore.explorer.grid_actions): 0 none, 1 coarse, 2 all."""
     name: str | None = None
     title: tuple[Area, str] | None = None
+    folded: int | None = None
+    """The popup this page turned out to be (another page under it, seen before that page was known): no longer a
+    page, and frames are matched against the page under it instead."""
 
 
 @dataclass
@@ -126,6 +131,8 @@ class Atlas:
     def best_page(self, sk: Sketch) -> tuple[int | None, float]:
         best, score = None, 0.0
         for page in self.pages:
+            if page.folded is not None:
+                continue
             for member in page.sketches:
                 s = similarity(sk, member)
                 if s > score:
@@ -141,7 +148,8 @@ class Atlas:
         for page in self.pages:
             if page.loading or not page.sketches:
                 continue
-            found = cover(sk, page.sketches[0])
+            # Its first sketches (the first may hold a counter or a dot that changed since).
+            found = next(filter(None, (cover(sk, member) for member in page.sketches[:COVER_SKETCHES])), None)
             if found is not None:
                 covers.append((found.rest, -(found.box[2] - found.box[0]) * (found.box[3] - found.box[1]), page.id,
                                found))
@@ -221,6 +229,10 @@ class Atlas:
                 self.popups[now.popup].opened_by.add((prev.page, key))
             self._last = (prev.page, key)
             self._moves_by_itself(node)
+            if now.kind == "page" and now.page != prev.page and prev.page != self.start and not node.loading:
+                found = cover(node.sketches[0], self.pages[now.page].sketches[0]) if node.sketches else None
+                if found is not None and found.gain < DIM_BELOW:  # it was `now` under a popup, `key` closed it
+                    self.fold(prev.page, now.page, found)
         elif prev.kind == "popup":
             popup = self.popups[prev.popup]
             popup.tried[action_key(action)] += 1
@@ -286,6 +298,26 @@ class Atlas:
                 if counter[("page", page_id)] <= 0:
                     del counter[("page", page_id)]
                 counter[("page", now)] += 1
+
+    def fold(self, page_id: int, under: int, found: Cover) -> PopupNode:
+        """Page `page_id` is page `under` under a popup (seen before `under` was known): it becomes that popup. What
+        led to it led to `under`, and the action that went from it to `under` most often is the popup's dismissal
+        (under faults the same tap may have had other effects on other tries)."""
+        node = self.pages[page_id]
+        popup = PopupNode(len(self.popups), found.box, over={under}, sketches=list(node.sketches),
+                          members=list(node.members))
+        tries = [(counter[("page", under)], key) for key, counter in node.results.items() if counter[("page", under)]]
+        if tries:
+            popup.dismiss = dict(node.taken[max(tries, key=lambda t: t[0])[1]])
+        self.popups.append(popup)
+        node.loading, node.folded = True, popup.id  # no longer a page
+        for other in self.pages:
+            for counter in other.results.values():
+                moved = counter.pop(("page", page_id), 0)
+                if moved:
+                    counter[("page", under)] += moved
+        self.changes += 1
+        return popup
 
     # ------------------------------------------------------------------ reading what was learnt
 

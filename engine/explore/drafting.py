@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from engine.explore.atlas import Atlas, PageNode, PopupNode, action_key
+from engine.explore.atlas import Atlas, PageNode, action_key
 from engine.explore.draft import (
     Draft,
     DraftLink,
@@ -82,7 +82,7 @@ def covered_pages(atlas: Atlas) -> dict[int, tuple[int, Any]]:
     dismissal that worked; under faults the same tap may have other effects on other tries): under a dark backdrop,
     unlike pages look alike."""
     out: dict[int, tuple[int, Any]] = {}
-    live = [p for p in atlas.live_pages() if p.sketches]
+    live = [p for p in atlas.live_pages() if p.sketches]  # folded pages are not live
     for page in live:
         if page.id == atlas.start:
             continue
@@ -97,22 +97,10 @@ def covered_pages(atlas: Atlas) -> dict[int, tuple[int, Any]]:
 
 
 def fold_covered(atlas: Atlas, covered: dict[int, tuple[int, Any]]) -> None:
-    """Turn each covered page into a popup over the page it covers: what led to it led to that page, and the action
-    that went from it to that page is the popup's dismissal."""
+    """Turn each covered page into a popup over the page it covers (engine.explore.atlas.Atlas.fold; exploring folds
+    most of them as it goes, when the dismissal leads to the page under)."""
     for page_id, (under, found) in covered.items():
-        node = atlas.pages[page_id]
-        popup = PopupNode(len(atlas.popups), found.box, over={under}, sketches=list(node.sketches),
-                          members=list(node.members))
-        tries = [(counter[("page", under)], key) for key, counter in node.results.items() if counter[("page", under)]]
-        if tries:  # the action that went there most often
-            popup.dismiss = dict(node.taken[max(tries, key=lambda t: t[0])[1]])
-        atlas.popups.append(popup)
-        node.loading = True  # no longer a page of the draft
-        for other in atlas.pages:
-            for counter in other.results.values():
-                moved = counter.pop(("page", page_id), 0)
-                if moved:
-                    counter[("page", under)] += moved
+        atlas.fold(page_id, under, found)
 
 
 def transient_pages(atlas: Atlas) -> set[int]:
@@ -201,7 +189,7 @@ class Drafter:
         frames = {p.id: self._frames(p.members[:OTHERS_PER_PAGE]) for p in pages}
         popups = [pp for pp in atlas.popups if pp.over & set(names)]
         popup_frames = {pp.id: self._frames(pp.members[:OWN_FRAMES]) for pp in popups}
-        loading_pages = [p for p in atlas.pages if p.loading and p.members and p.id not in covered]
+        loading_pages = [p for p in atlas.pages if p.loading and p.members and p.folded is None]
         loading_frames = [f for p in loading_pages for f in self._frames(p.members[:2])]
         draft_pages = []
         for page in pages:

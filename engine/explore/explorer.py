@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -25,13 +25,17 @@ from engine.explore import regions
 from engine.explore.atlas import Atlas, Here, PageNode, action_key
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
-from engine.explore.sketch import SAME_PAGE, cell_size, changed, sketch
+from engine.explore.regions import box_grid, grid_actions
+from engine.explore.sketch import SAME_PAGE, changed, sketch
 
 log = logging.getLogger(__name__)
 
 RESTARTS_IN_A_ROW = 3
 """Restarts without learning anything in between before the explorer gives up early."""
 POPUP_TRIES = 8
+"""Taps and keys on one showing of a popup, beyond one try of each visible option, before the app is restarted."""
+DISMISS_TRIES = 2
+"""Tries of a popup's known dismissal on one showing (a tap may be dropped)."""
 
 
 @dataclass
@@ -50,25 +54,6 @@ def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
             {"type": "swipe", "start": [cx - dx, cy], "end": [cx + dx, cy]},
             {"type": "swipe", "start": [cx, cy + dy], "end": [cx, cy - dy]},
             {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
-
-
-def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int) -> list[dict[str, Any]]:
-    """Taps no tried region covers, for a page hiding something (a title screen that starts on a tap anywhere, a
-    button drawn too faintly to stand out): level 1 every other sketch cell's centre (big targets, a quarter of the
-    taps), level 2 the cells level 1 left out."""
-    w, h = size
-    cell = cell_size(size)
-    areas = [a["area"] for a in taken if a.get("area")] + [
-        (a["point"][0] - 2, a["point"][1] - 2, a["point"][0] + 3, a["point"][1] + 3) for a in taken if a.get("grid")]
-    out = []
-    for row, y in enumerate(range(cell // 2, h, cell)):
-        for col, x in enumerate(range(cell // 2, w, cell)):
-            coarse = row % 2 == 1 and col % 2 == 1
-            if coarse != (level == 1):
-                continue
-            if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
-                out.append({"type": "tap", "point": [x, y], "grid": True})
-    return out
 
 
 def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
@@ -103,6 +88,8 @@ class Explorer:
         self._restart_marks: list[tuple[int, int]] = []
         self._last: tuple[Any, str] | None = None
         """The sketch and file of the last frame written."""
+        self._popup_tries: Counter = Counter()
+        """Actions taken on the popup shown now, since it showed."""
         self.sweeping: int | None = None
         self.sweep_round = 0
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
@@ -215,6 +202,10 @@ class Explorer:
         self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients)
+        if here.kind == "popup" and before.kind == "popup" and before.popup == here.popup:
+            self._popup_tries[action_key(action)] += 1
+        else:
+            self._popup_tries = Counter()  # a new showing
         self._prepare(settled.frame)
         return here
 
@@ -412,21 +403,27 @@ class Explorer:
         return count
 
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
+        """The next way to close the popup shown now. Tries count per showing (the popup came back: what failed
+        last time may have been a dropped tap), except a grid of taps over its box, which goes on across showings
+        where it left off (a dialog closed by a tap on a spot nothing marks: "tap to continue")."""
         popup = self.atlas.popups[here.popup]
-        if popup.dismiss is not None and popup.tried[action_key(popup.dismiss)] < POPUP_TRIES:
+        tries = self._popup_tries
+        if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES:
             return dict(popup.dismiss)
         assert self.recording is not None
         frame = self.recording.read(popup.members[-1]) if popup.members else None
         options: list[dict[str, Any]] = [{"type": "key", "key": "back"}]
+        grid: list[dict[str, Any]] = []
         if frame is not None:
             w, h = frame.shape[1], frame.shape[0]
             for area in regions.tappable(frame, within=popup.box, limit=6):
                 options.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
             options.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
-        for option in options:
-            if popup.tried[action_key(option)] == 0:
-                return option
-        if sum(popup.tried.values()) >= POPUP_TRIES + len(options):
+            grid = box_grid(popup.box, (w, h), options)
+        if sum(tries.values()) >= POPUP_TRIES + len(options):
             return self._restart_or_stop()
-        return options[sum(popup.tried.values()) % len(options)]
+        fresh = [o for o in options if popup.tried[action_key(o)] == 0]
+        fresh += [g for g in grid if popup.tried[action_key(g)] == 0]
+        fresh += [o for o in options if tries[action_key(o)] == 0]
+        return fresh[0] if fresh else options[sum(tries.values()) % len(options)]
 

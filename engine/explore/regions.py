@@ -9,8 +9,12 @@ game's look.
 
 from __future__ import annotations
 
+from typing import Any
+
 import cv2
 import numpy as np
+
+from engine.explore.sketch import cell_size
 
 Area = tuple[int, int, int, int]
 
@@ -200,3 +204,39 @@ def outside(box: Area, size: tuple[int, int]) -> tuple[int, int]:
     return max(corners, key=lambda p: min(abs(p[0] - (box[0] + box[2]) / 2) / max(1, box[2] - box[0]),
                                           10.0) + min(abs(p[1] - (box[1] + box[3]) / 2) / max(1, box[3] - box[1]),
                                                       10.0) if not _inside(p, box) else -1.0)
+
+
+# ------------------------------------------------------------------ grids: taps where nothing stands out
+
+
+def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int) -> list[dict[str, Any]]:
+    """Taps no tried region covers, for a page hiding something (a title screen that starts on a tap anywhere, a
+    button drawn too faintly to stand out): level 1 every other sketch cell's centre (big targets, a quarter of the
+    taps), level 2 the cells level 1 left out."""
+    w, h = size
+    cell = cell_size(size)
+    areas = [a["area"] for a in taken if a.get("area")] + [
+        (a["point"][0] - 2, a["point"][1] - 2, a["point"][0] + 3, a["point"][1] + 3) for a in taken if a.get("grid")]
+    out = []
+    for row, y in enumerate(range(cell // 2, h, cell)):
+        for col, x in enumerate(range(cell // 2, w, cell)):
+            coarse = row % 2 == 1 and col % 2 == 1
+            if coarse != (level == 1):
+                continue
+            if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
+                out.append({"type": "tap", "point": [x, y], "grid": True})
+    return out
+
+
+def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[dict[str, Any]]
+             ) -> list[dict[str, Any]]:
+    """Taps over a popup's box on a grid of half sketch cells, bottom row first and right to left (a dialog's
+    buttons sit low, its close cross in a top corner), leaving out points a tried region covers."""
+    step = max(4, cell_size(size) // 2)
+    areas = [a["area"] for a in taken if a.get("area")]
+    out = []
+    for y in range(box[3] - step // 2, box[1], -step):
+        for x in range(box[2] - step // 2, box[0], -step):
+            if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
+                out.append({"type": "tap", "point": [x, y], "grid": True})
+    return out

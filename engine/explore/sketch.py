@@ -126,7 +126,9 @@ def cover(frame: Sketch, reference: Sketch) -> Cover | None:
     rest = float(same[outside].mean()) if outside.any() else 0.0
     # Under a dimmed backdrop (a modal panel) the box may be bigger: what the panel's action changed on the page
     # beside it (a list emptied by "collect all") joins the box, and the dimmed rest still shows which page it is.
-    if box_cells > (DIMMED_BOX if gain <= DIM_BELOW else BOX) * same.size or rest < 0.9 or diff.sum() < 2:
+    # One changed cell is a popup only over a dimmed backdrop (a close cross in a corner): undimmed, it is noise.
+    if box_cells > (DIMMED_BOX if gain <= DIM_BELOW else BOX) * same.size or rest < 0.9 or \
+            diff.sum() < (1 if gain <= DIM_BELOW else 2):
         return None
     if gain > DIM_BELOW and box_cells > 0.3 * same.size:
         return None  # undimmed: only a small box (a toast, a banner) counts as covering

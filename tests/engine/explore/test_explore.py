@@ -140,3 +140,73 @@ def test_a_device_that_goes_away_still_leaves_a_draft_that_validates(tmp_path):
     result = explore(device, tmp_path, taps=100, minutes=0.5, restart=inner.restart, pace=PACE)
     assert result.stopped_because.startswith("the device failed")
     assert check_graph(tmp_path).ok and (tmp_path / "draft.yaml").is_file()
+
+
+class UnmarkedDialog:
+    """A dialog over one page on every arrival but the first (a dimmed page and a plain panel), closed only by a
+    tap on one spot inside the panel that nothing marks ("tap to continue"); every other input is swallowed."""
+
+    PANEL, SPOT = (400, 200, 880, 520), (560, 400, 600, 440)
+
+    def __init__(self, device, page: str) -> None:
+        self.device, self.page, self.arrivals, self.shown, self.showings = device, page, 0, False, 0
+        self.taps: list[bool] = []  # whether the dialog was up, for each tap
+        self.serial, self.resolution = device.serial, device.resolution
+
+    def screenshot(self, **kw):
+        frame = self.device.screenshot(**kw)
+        if self.shown:
+            frame = (frame * 0.4).astype(np.uint8)
+            x1, y1, x2, y2 = self.PANEL
+            frame[y1:y2, x1:x2] = (90, 160, 200)
+        return frame
+
+    def _arrived(self, before: str) -> None:
+        if self.device.game.page == self.page and before != self.page:
+            self.arrivals += 1
+            self.shown = self.arrivals >= 2
+            self.showings += self.shown
+
+    def tap(self, x, y):
+        self.taps.append(self.shown)
+        if self.shown:
+            x1, y1, x2, y2 = self.SPOT
+            self.shown = not (x1 <= x < x2 and y1 <= y < y2)
+            return
+        before = self.device.game.page
+        self.device.tap(x, y)
+        self._arrived(before)
+
+    def swipe(self, *a, **kw):
+        if not self.shown:
+            before = self.device.game.page
+            self.device.swipe(*a, **kw)
+            self._arrived(before)
+
+    def key(self, name):
+        if not self.shown:
+            before = self.device.game.page
+            self.device.key(name)
+            self._arrived(before)
+
+    def restart(self):
+        self.shown = False
+        self.device.restart()
+
+
+def test_a_dialog_closed_by_a_tap_on_a_spot_nothing_marks_is_learnt_across_its_showings(tmp_path):
+    """The popup's visible options fail; a grid of taps over its box goes on where it left off at each showing
+    (never the same point twice), until the spot is found; that tap is the draft popup's dismissal."""
+    device = UnmarkedDialog(game_device(GOOD), "page_shop")
+    result = explore(device, tmp_path, taps=260, minutes=2.0, restart=device.restart, pace=PACE)
+    assert device.showings >= 2
+    x1, y1, x2, y2 = UnmarkedDialog.SPOT
+    closes = [p for p in result.draft.popups if p.dismiss is not None and p.dismiss.type == "tap"
+              and x1 <= p.dismiss.point[0] < x2 and y1 <= p.dismiss.point[1] < y2]
+    assert closes, [(p.name, p.dismiss) for p in result.draft.popups]
+    entries = [json.loads(line) for line in (tmp_path / FILE).read_text().splitlines()]
+    taps = [e["action"] for e in entries if e["action"]["type"] == "tap"]
+    grid = [tuple(a["point"]) for a, up in zip(taps, device.taps) if up and a.get("grid")]
+    assert len(grid) == len(set(grid)) > 0
+    figures = score(tmp_path, GOOD)
+    assert figures["page_recall"] == 1.0 and figures["page_precision"] == 1.0

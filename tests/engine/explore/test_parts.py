@@ -11,7 +11,7 @@ from conftest import GOOD
 
 from engine.config.loader import load_graph
 from engine.explore.drafting import slug, title_of
-from engine.explore.explorer import grid_actions
+from engine.explore.regions import grid_actions
 from engine.explore.recording import FILE, Recording
 from engine.explore.regions import tappable
 from engine.explore.sketch import cover, similarity, sketch
@@ -125,3 +125,49 @@ def test_a_page_seen_under_a_popup_first_is_folded_even_when_its_dismissal_had_o
     [popup] = atlas.popups
     assert popup.over == {1} and popup.dismiss == {"type": "tap", "point": [639, 529]}
     assert seen_first.loading and login.results["tap:1,1"] == Counter({("page", 1): 1})
+
+
+def test_a_close_cross_alone_over_a_dimmed_page_is_a_cover_a_speck_on_the_page_is_not(screens):
+    """A dialog that is only a close cross in a corner over the dimmed page changes one sketch cell: the dim says it
+    is a popup. The same cross on the undimmed page is a speck (a dot, a counter), not a cover."""
+    main = screens["page_main"]
+    dimmed = (main * 0.4).astype(np.uint8)
+    for frame in (dimmed, main.copy()):
+        frame[1:79, 1201:1279] = (120, 200, 60)
+        frame[20:60, 1220:1260] = 255
+    found = cover(sketch(dimmed), sketch(main))
+    assert found is not None and found.box == (1200, 0, 1280, 80) and found.gain < 0.6
+    assert cover(sketch(frame), sketch(main)) is None
+
+
+def test_a_page_seen_first_under_a_popup_is_folded_as_soon_as_a_tap_on_it_leads_to_the_page_under(screens):
+    """Exploring, not drafting: the covered page stops being a page (its actions are not all tried), the tap that
+    led to the page under is the popup's dismissal, what led to the covered page leads to the page under, and the
+    next showing of the popup over it is a popup."""
+    from engine.explore.atlas import Atlas
+
+    atlas = Atlas()
+    atlas.absorb({"type": "screenshot"}, sketch(screens["page_shop"]))
+    opened, closed = {"type": "tap", "point": [60, 40]}, {"type": "tap", "point": [639, 529]}
+    covered = atlas.absorb(opened, sketch(screens["reward"]))
+    assert covered.kind == "page"  # page_main was not known yet
+    under = atlas.absorb(closed, sketch(screens["page_main"]))
+    assert under.kind == "page" and under.page != covered.page
+    node = atlas.pages[covered.page]
+    assert node.folded is not None and node not in atlas.live_pages()
+    popup = atlas.popups[node.folded]
+    assert popup.over == {under.page} and popup.dismiss == closed
+    assert atlas.outcome(0, "tap:60,40") == ("page", under.page)
+    again = atlas.absorb({"type": "tap", "point": [5, 5]}, sketch(screens["reward"]))
+    assert (again.kind, again.page) == ("popup", under.page)
+
+
+def test_a_popup_box_grid_starts_low_on_the_right_and_leaves_out_tried_regions():
+    from engine.explore.regions import box_grid
+
+    box = (400, 200, 880, 520)
+    tried = [{"type": "tap", "point": [840, 480], "area": [800, 440, 880, 520]}]
+    points = [tuple(a["point"]) for a in box_grid(box, (1280, 720), tried)]
+    assert all(400 < x < 880 and 200 < y < 520 for x, y in points)
+    assert not any(800 <= x < 880 and 440 <= y < 520 for x, y in points)
+    assert points[0][1] == max(y for _, y in points) and len(points) == len(set(points)) >= 40
