@@ -3,8 +3,8 @@ labels), found as connected blobs of local contrast on a shrunk copy of the fram
 
 A frame is shrunk and blurred (fine textures average out), compared with a median-filtered copy of itself (the
 local backdrop), and the pixels that differ most become blobs, split where empty rows or columns cross them; blobs
-of button size are the candidates (a long one also offers its ends: an arrow beside a title). Nothing here knows a
-game's look.
+of button size are the candidates (a long one also offers its ends: an arrow beside a title). Where nothing stands
+out, grids of taps over a page or over a popup's box stand in for regions. Nothing here knows a game's look.
 """
 
 from __future__ import annotations
