@@ -24,6 +24,8 @@ KEEP_MEMBERS = 6
 """Member frames kept per page as evidence."""
 COVER_SKETCHES = 3
 """A page's sketches a frame is compared with to tell whether it is that page under a popup."""
+SAME_BOX = 0.6
+"""Overlap (intersection over union) of two popups' boxes from which they may be one dialog."""
 
 
 def action_key(action: dict[str, Any]) -> str:
@@ -97,7 +99,8 @@ class Here:
 NOWHERE = Here("none")
 
 
-def _box_match(a: Area, b: Area) -> float:
+def box_match(a: Area, b: Area) -> float:
+    """Intersection over union of two boxes."""
     ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
     iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
     inter = ix * iy
@@ -160,7 +163,7 @@ class Atlas:
 
     def _popup_for(self, sk: Sketch, over: int, found: Cover, frame_path: str | None) -> PopupNode:
         for popup in self.popups:
-            if _box_match(popup.box, found.box) >= 0.6 and any(
+            if box_match(popup.box, found.box) >= SAME_BOX and any(
                     _inside_similarity(sk, m, found.box) >= 0.8 for m in popup.sketches):
                 break
         else:

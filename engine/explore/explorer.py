@@ -22,7 +22,7 @@ import numpy as np
 
 from engine.core.errors import DeviceError
 from engine.explore import regions
-from engine.explore.atlas import Atlas, Here, PageNode, action_key
+from engine.explore.atlas import SAME_BOX, Atlas, Here, PageNode, action_key, box_match
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
 from engine.explore.regions import box_grid, grid_actions
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 RESTARTS_IN_A_ROW = 3
 """Restarts without learning anything in between before the explorer gives up early."""
-POPUP_TRIES = 8
+POPUP_TRIES = 12
 """Taps and keys on one showing of a popup, beyond one try of each visible option, before the app is restarted."""
 DISMISS_TRIES = 2
 """Tries of a popup's known dismissal on one showing (a tap may be dropped)."""
@@ -403,9 +403,11 @@ class Explorer:
         return count
 
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
-        """The next way to close the popup shown now. Tries count per showing (the popup came back: what failed
-        last time may have been a dropped tap), except a grid of taps over its box, which goes on across showings
-        where it left off (a dialog closed by a tap on a spot nothing marks: "tap to continue")."""
+        """The next way to close the popup shown now: its own dismissal, what closed other popups (games reuse a
+        dialog's layout), the back key, the regions inside its box, a tap outside it, then a grid of taps over its
+        box that goes on across showings of it and of popups with a like box where it left off (a dialog closed by
+        a tap on a spot nothing marks: "tap to continue"). Tries count per showing (what failed last time may have
+        been a dropped tap)."""
         popup = self.atlas.popups[here.popup]
         tries = self._popup_tries
         if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES:
@@ -422,8 +424,19 @@ class Explorer:
             grid = box_grid(popup.box, (w, h), options)
         if sum(tries.values()) >= POPUP_TRIES + len(options):
             return self._restart_or_stop()
-        fresh = [o for o in options if popup.tried[action_key(o)] == 0]
-        fresh += [g for g in grid if popup.tried[action_key(g)] == 0]
+        alike = [p for p in self.atlas.popups if box_match(p.box, popup.box) >= SAME_BOX]
+        closers = Counter(action_key(p.dismiss) for p in self.atlas.popups if p.dismiss is not None)
+        closing = {action_key(p.dismiss): p.dismiss for p in self.atlas.popups if p.dismiss is not None}
+        fresh = [dict(closing[k]) for k, _ in closers.most_common() if tries[k] == 0 and inside(closing[k], popup.box)]
+        fresh += [o for o in options if popup.tried[action_key(o)] == 0]
+        fresh += [g for g in grid if not any(p.tried[action_key(g)] for p in alike)]
         fresh += [o for o in options if tries[action_key(o)] == 0]
         return fresh[0] if fresh else options[sum(tries.values()) % len(options)]
 
+
+def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:
+    """Whether `action` acts on `box`: a key does, a tap when its point lies inside."""
+    if action.get("type") != "tap":
+        return action.get("type") == "key"
+    x, y = action["point"]
+    return box[0] <= x < box[2] and box[1] <= y < box[3]

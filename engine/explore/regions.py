@@ -230,13 +230,16 @@ def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int)
 
 def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[dict[str, Any]]
              ) -> list[dict[str, Any]]:
-    """Taps over a popup's box on a grid of half sketch cells, bottom row first and right to left (a dialog's
-    buttons sit low, its close cross in a top corner), leaving out points a tried region covers."""
+    """Taps over a popup's box on a grid of half sketch cells, coarse to fine (every fourth point of each row and
+    column first, then every second, then the rest: a big target is hit early wherever it is), each level from the
+    bottom right (a dialog's buttons sit low, its close cross in a top corner), leaving out points a tried region
+    covers."""
     step = max(4, cell_size(size) // 2)
     areas = [a["area"] for a in taken if a.get("area")]
-    out = []
-    for y in range(box[3] - step // 2, box[1], -step):
-        for x in range(box[2] - step // 2, box[0], -step):
+    points = []
+    for i, y in enumerate(range(box[3] - step // 2, box[1], -step)):
+        for j, x in enumerate(range(box[2] - step // 2, box[0], -step)):
             if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
-                out.append({"type": "tap", "point": [x, y], "grid": True})
-    return out
+                level = 0 if i % 4 == 0 and j % 4 == 0 else 1 if i % 2 == 0 and j % 2 == 0 else 2
+                points.append((level, i, j, x, y))
+    return [{"type": "tap", "point": [x, y], "grid": True} for *_, x, y in sorted(points)]

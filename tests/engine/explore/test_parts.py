@@ -10,10 +10,10 @@ import pytest
 from conftest import GOOD
 
 from engine.config.loader import load_graph
+from engine.explore.atlas import action_key
 from engine.explore.drafting import slug, title_of
-from engine.explore.regions import grid_actions
 from engine.explore.recording import FILE, Recording
-from engine.explore.regions import tappable
+from engine.explore.regions import grid_actions, tappable
 from engine.explore.sketch import cover, similarity, sketch
 from engine.sim import SimGame
 
@@ -162,7 +162,7 @@ def test_a_page_seen_first_under_a_popup_is_folded_as_soon_as_a_tap_on_it_leads_
     assert (again.kind, again.page) == ("popup", under.page)
 
 
-def test_a_popup_box_grid_starts_low_on_the_right_and_leaves_out_tried_regions():
+def test_a_popup_box_grid_goes_coarse_to_fine_from_low_on_the_right_and_leaves_out_tried_regions():
     from engine.explore.regions import box_grid
 
     box = (400, 200, 880, 520)
@@ -171,3 +171,28 @@ def test_a_popup_box_grid_starts_low_on_the_right_and_leaves_out_tried_regions()
     assert all(400 < x < 880 and 200 < y < 520 for x, y in points)
     assert not any(800 <= x < 880 and 440 <= y < 520 for x, y in points)
     assert points[0][1] == max(y for _, y in points) and len(points) == len(set(points)) >= 40
+    coarse = points[:5]  # the first level (six points, one left out): four half cells apart, spread over the whole box
+    assert min(abs(a[0] - b[0]) + abs(a[1] - b[1]) for i, a in enumerate(coarse) for b in coarse[i + 1:]) >= 160
+    assert max(y for _, y in coarse) - min(y for _, y in coarse) >= 160
+
+
+def test_what_closed_one_popup_is_tried_first_on_another_whose_box_holds_it(screens):
+    """Games reuse a dialog's layout ("tap to continue" at one spot): a tap that closed one popup comes before the
+    back key and the regions on a new popup whose box holds its point; one outside the box does not."""
+    from engine.explore.atlas import Here, PopupNode
+    from engine.explore.explorer import Explorer
+
+    class Frames:
+        def read(self, rel):
+            return screens["reward"]
+
+    explorer = Explorer(device=None, folder="unused")
+    explorer.recording = Frames()
+    closed = {"type": "tap", "point": [1020, 660]}
+    far = {"type": "tap", "point": [40, 40]}
+    explorer.atlas.popups = [PopupNode(0, (480, 160, 1120, 720), dismiss=closed),
+                             PopupNode(1, (0, 0, 80, 80), dismiss=far),
+                             PopupNode(2, (560, 240, 1200, 720), members=["frames/000001.png"])]
+    assert explorer._dismiss(Here("popup", 0, 2)) == closed
+    explorer._popup_tries[action_key(closed)] += 1
+    assert explorer._dismiss(Here("popup", 0, 2)) == {"type": "key", "key": "back"}
