@@ -68,7 +68,9 @@ class Worker:
                  clock: Callable[[], float] = time.monotonic, adb_port: int | None = None) -> None:
         self.argv, self.cwd, self.env, self.clock = list(argv), cwd, env, clock
         self.adb_port = adb_port
-        self._listeners_before: set[int] = set()
+        self._port_pids_before: set[int] = set()
+        """What was on `adb_port` before the run (its listeners, and adb servers started for it, listening yet or
+        not): never ended as strays."""
         self.strays: list[int] = []
         """Pids of adb servers the run left on `adb_port` that were ended after it."""
         self.proc: subprocess.Popen[str] | None = None
@@ -90,7 +92,7 @@ class Worker:
         if self.adb_port:
             from engine.device.procnet import adb_server_pids, listener_pids
 
-            self._listeners_before = set(listener_pids(self.adb_port)) | set(adb_server_pids(self.adb_port))
+            self._port_pids_before = set(listener_pids(self.adb_port)) | set(adb_server_pids(self.adb_port))
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                      bufsize=1, start_new_session=True)
@@ -178,7 +180,7 @@ class Worker:
 
         listening = [pid for pid in listener_pids(self.adb_port) if "fork-server" in cmdline(pid)]
         strays = sorted(pid for pid in {*listening, *adb_server_pids(self.adb_port)}
-                        if pid not in self._listeners_before and pid != os.getpid())
+                        if pid not in self._port_pids_before and pid != os.getpid())
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in strays:
                 try:

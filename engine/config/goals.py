@@ -381,17 +381,16 @@ def _check(
     if obs is None:
         return CriterionResult(c, False, f"{describe_criterion(c)}: no observation")
     showing = obs.page or "an unknown screen"
-    covered = obs.page is not None and obs.cover is not None  # a dialog no popup names is over the page
     if c.page is not None:
-        held = obs.page == c.page and not covered
+        held = obs.page == c.page and not obs.covered
         return CriterionResult(c, held, f"page {c.page} shows" if held else f"{c.page} shows under a dialog no popup "
-                               "names" if covered and obs.page == c.page else f"expected {c.page}, {showing} shows")
+                               "names" if obs.covered and obs.page == c.page else f"expected {c.page}, {showing} shows")
     popups = ", ".join(obs.popups) or "none"
     if c.popup is not None:
         return CriterionResult(c, c.popup in obs.popups, f"popup {c.popup} wanted; popups: {popups}")
     if c.popup_absent is not None:
         return CriterionResult(c, c.popup_absent not in obs.popups, f"popup {c.popup_absent} unwanted; popups: {popups}")
-    if covered:
+    if obs.covered:
         return CriterionResult(c, False, f"no popup wanted; a dialog no popup names covers {obs.page}")
     return CriterionResult(c, not obs.popups, f"no popup wanted; popups: {popups}")
 

@@ -111,6 +111,12 @@ class Observation:
         """Template match offsets by signature name, to shift click areas by."""
         return {e.signature: e.offset for e in self.evidence if e.hit and e.channel == "template"}
 
+    @property
+    def covered(self) -> bool:
+        """A page is named and something no popup names covers it (``cover`` is set): the page is not verified.
+        Derived, so not a field: ``to_dict``, ``asdict`` and equality are as without it."""
+        return self.page is not None and self.cover is not None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "page": self.page,

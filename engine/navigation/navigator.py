@@ -86,7 +86,7 @@ def diff(obs: Observation, expected: str | None, *, waiting: bool, blocking: boo
     """
     if blocking:
         return Verdict.POPUP
-    if obs.page is not None and obs.cover is not None:
+    if obs.covered:
         return Verdict.COVERED  # something no popup names is over the page: not verified
     if obs.loading or obs.black_frame:
         return Verdict.LOADING
@@ -99,8 +99,8 @@ def diff(obs: Observation, expected: str | None, *, waiting: bool, blocking: boo
 
 def describe(obs: Observation) -> str:
     """One phrase for what an observation shows: ``on page_main with GET_ITEMS_1``."""
-    text = f"on {obs.page}" if obs.page else "on an unknown screen"
-    text += " under a dialog no popup names" if obs.page and obs.cover is not None else ""
+    covered = " under a dialog no popup names" if obs.covered else ""
+    text = f"on {obs.page}{covered}" if obs.page else "on an unknown screen"
     return text + (f" with {', '.join(obs.popups)}" if obs.popups else "")
 
 
@@ -155,9 +155,8 @@ class Navigator:
             obs = self.look(ctx, expected=believed if believed != self.graph.unknown_page else None)
             self.machine.relocalise(obs.page, obs.confidence)
             self._verified = (obs, getattr(self.actuator, "performed", None)) if obs.page else None
-            covered = obs.page is not None and obs.cover is not None  # a dialog no popup names is over the page
-            status = "popup_blocking" if covered else "verified" if obs.page else "unknown_screen"
-            return Outcome(obs.page is not None and not covered, status, describe(obs), observation=obs)
+            status = "popup_blocking" if obs.covered else "verified" if obs.page else "unknown_screen"
+            return Outcome(obs.page is not None and not obs.covered, status, describe(obs), observation=obs)
 
         return self.conclude(ctx, work)
 
@@ -400,7 +399,7 @@ class Navigator:
         kept, performed = self._clean, self.actuator.performed
         if kept is not None and obs.page is not None and obs.page != kept[0] and performed > kept[2]:
             getattr(self.observer, "remember", lambda *_: None)(kept[0], kept[1])
-        clean = obs.page is not None and not (obs.popups or obs.cover is not None or obs.loading or obs.ambiguous)
+        clean = obs.page is not None and not (obs.popups or obs.covered or obs.loading or obs.ambiguous)
         self._clean = (obs.page, frame, performed) if clean else None
 
     def seen(self, ctx: RunContext, frame: np.ndarray, obs: Observation, action: Action | None = None

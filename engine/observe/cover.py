@@ -182,12 +182,15 @@ def covered(frame: np.ndarray | Thumb, reference: np.ndarray | Thumb) -> CoverRe
     if dimmed and ref.mask is not None:
         return CoverReport(True, None, ratio, changed, "the page's known parts are dimmed")
     # A dialog drawn without dimming is a solid block. Thin lines of change (counters, the edges of what moved) may
-    # join it to their own region: opened away, the block stands alone again (either way is a dialog).
-    opened = cv2.morphologyEx(unlike.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)) > 0
-    for box, area, fill in ((box, area, fill), _largest(opened)):
-        if box is not None and LARGE * cells <= area and (box[2] - box[0]) * (box[3] - box[1]) <= MOST * cells \
-                and fill >= SOLID and _rest(unlike, box) <= REST:
-            return CoverReport(True, _pixels(box, ref), ratio, changed, "a large region unlike the page")
+    # join it to their own region: opened away, the block stands alone again (either way is a dialog). Opening only
+    # removes cells, and _largest's closing and hole filling keep that inclusion, so the opened region is never
+    # larger than `area`: below LARGE neither can pass, and the opening is skipped.
+    if area >= LARGE * cells:
+        opened = cv2.morphologyEx(unlike.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)) > 0
+        for box, area, fill in ((box, area, fill), _largest(opened)):
+            if box is not None and LARGE * cells <= area and (box[2] - box[0]) * (box[3] - box[1]) <= MOST * cells \
+                    and fill >= SOLID and _rest(unlike, box) <= REST:
+                return CoverReport(True, _pixels(box, ref), ratio, changed, "a large region unlike the page")
     return CoverReport(False, None, ratio, changed, "dimmed evenly" if dimmed else "")
 
 

@@ -119,7 +119,7 @@ def run_external(nav: Navigator, provider: TaskProvider, name: str, ctx: RunCont
         return Outcome(False, run.status if run.status != "exited" else "worker_failed",
                        f"{run.text}; the screen shows {seen}", observation=obs, tool_success=False, extra=extra,
                        suggested=run.suggested)
-    if blocking or (obs.page is not None and obs.cover is not None):
+    if blocking or obs.covered:
         what = f"popup {blocking[0]}" if blocking else "a dialog no popup names"
         return Outcome(False, "popup_blocking", f"{run.text}, but {what} covers {seen}",
                        observation=obs, tool_success=True, extra=extra)

@@ -412,7 +412,7 @@ class _Execution:
             return False
         if c.popup is not None and c.popup not in obs.popups:
             return False
-        if c.no_popup and (self.nav.is_blocking(obs) or (obs.page is not None and obs.cover is not None)):
+        if c.no_popup and (self.nav.is_blocking(obs) or obs.covered):
             return False
         if c.value is not None:
             v = c.value

@@ -24,7 +24,7 @@ from engine.config.assetpacks import AlasAssetPack
 from engine.config.loader import load_graph
 from engine.config.schema import TapAction
 from engine.navigation.actuator import Actuator
-from engine.observe.cover import CoverReport, covered, thumb
+from engine.observe.cover import CoverReport, _largest, covered, thumb
 from engine.observe.observer import Observer
 from engine.sim import SimGame, SyntheticAssets
 from engine.sim.scenario import Scenario
@@ -102,6 +102,21 @@ def test_the_check_is_cheap_on_a_clean_frame(capsys):
     with capsys.disabled():
         print(f"\ncovered() on a clean 1280x720 frame: {ms:.3f} ms")
     assert ms < 5.0  # (3x headroom over the ~0.3-1 ms measured on a busy 2-core machine; the benchmark compares)
+
+
+def test_opening_never_grows_the_largest_region():
+    """covered() skips the opening when the largest region is below LARGE: that is only the same answer while
+    _largest (closing, hole filling) of opened cells, a subset, is never larger than of the cells themselves."""
+    rng = np.random.default_rng(36)
+    kernel = np.ones((3, 3), np.uint8)
+    for i in range(1500):
+        cells = rng.random((45, 80)) < rng.random() * (0.3 if i % 2 else 1.0)
+        for _ in range(int(rng.integers(0, 4))):  # blocks, rings and lines of change
+            y, x, h, w = (int(v) for v in rng.integers(0, [45, 80, 20, 40]))
+            cells[y:y + h, x:x + w] = True
+            cells[y + 1:y + h - 1, x + 1:x + w - 1] = bool(i % 3)
+        opened = cv2.morphologyEx(cells.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
+        assert _largest(opened)[1] <= _largest(cells)[1], i
 
 
 # ----------------------------------------------------------------------------------------- through the observer

@@ -48,3 +48,20 @@ def test_every_status_the_engine_reports_is_in_the_one_vocabulary():
                 if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
                     used.add(node.args[1].value)
     assert used - known == set()
+
+
+def test_covered_is_a_named_page_with_a_cover_and_no_field_of_its_own():
+    from dataclasses import asdict, fields
+
+    from engine.core.results import Observation
+
+    class Cover:
+        def to_dict(self):
+            return {"covered": True}
+
+    assert Observation("page_main", cover=Cover()).covered
+    assert not Observation("page_main").covered
+    assert not Observation(None, cover=Cover()).covered  # no page named: not "covered", whatever the cover says
+    obs = Observation("page_main", cover=Cover())
+    assert "covered" not in obs.to_dict() and "covered" not in asdict(obs)
+    assert "covered" not in {f.name for f in fields(Observation)}
