@@ -56,7 +56,7 @@ class PageNode:
     taken: dict[str, dict[str, Any]] = field(default_factory=dict)
     """action key -> the action as it was taken."""
     results: dict[str, Counter] = field(default_factory=dict)
-    """action key -> Counter of outcomes: ('page', id), ('popup', id), ('same',), ('lost',)."""
+    """action key -> Counter of outcomes: ('page', id) (a popup over that page included), ('same',), ('lost',)."""
     abandoned: bool = False
     """Given up: no route led back to it even right after a restart (its untried actions stay untried)."""
     swept: int = 0
@@ -78,6 +78,8 @@ class PopupNode:
     dismiss: dict[str, Any] | None = None
     tried: Counter = field(default_factory=Counter)
     opened_by: set[tuple[int, str]] = field(default_factory=set)
+    failures: int = 0
+    """Showings that ended in a restart, no way to close it found (engine.explore.explorer.Explorer._dismiss)."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,10 @@ class Here:
     popup: int | None = None
 
     def outcome(self) -> tuple:
-        if self.kind == "popup":
-            return ("popup", self.popup)
-        if self.kind in ("page", "loading"):
+        """What an action that led here led to: a popup over a page is that page (the popup shows at random on
+        arrival, or the action opened it over the page it was taken on: then it is that page, no link; who opens a
+        popup is kept in ``PopupNode.opened_by``)."""
+        if self.kind in ("page", "loading", "popup"):
             return ("page", self.page)
         return ("lost",)
 
@@ -223,7 +226,7 @@ class Atlas:
             node = self.pages[prev.page]
             node.tried[key] += 1
             node.taken.setdefault(key, dict(action))
-            outcome = ("same",) if now == prev else now.outcome()
+            outcome = ("same",) if now.outcome() == prev.outcome() else now.outcome()
             seen = node.results.setdefault(key, Counter())
             if outcome not in seen:
                 self.changes += 1

@@ -32,8 +32,12 @@ log = logging.getLogger(__name__)
 
 RESTARTS_IN_A_ROW = 3
 """Restarts without learning anything in between before the explorer gives up early."""
-POPUP_TRIES = 12
-"""Taps and keys on one showing of a popup, beyond one try of each visible option, before the app is restarted."""
+SHOWING_TRIES = 10
+"""Actions on one showing of a popup whose dismissal is not known yet before the app is restarted."""
+FAMILY_FAILURES = 3
+FAILED_TRIES = 4
+"""After FAMILY_FAILURES showings of popups with a like box ended in a restart, a showing gets FAILED_TRIES actions:
+its known ways, the back key and a few more points of the search."""
 DISMISS_TRIES = 2
 """Tries of a popup's known dismissal on one showing (a tap may be dropped)."""
 
@@ -405,33 +409,42 @@ class Explorer:
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
         """The next way to close the popup shown now: its own dismissal, what closed other popups (games reuse a
         dialog's layout), the back key, the regions inside its box, a tap outside it, then a grid of taps over its
-        box that goes on across showings of it and of popups with a like box where it left off (a dialog closed by
-        a tap on a spot nothing marks: "tap to continue"). Tries count per showing (what failed last time may have
-        been a dropped tap)."""
+        box. Popups with a like box are one family: what failed on one is not tried again on the next showing, so
+        the search goes on where it left off (a dialog closed by a spot nothing marks: "tap to continue"). A
+        showing gets SHOWING_TRIES actions (FAILED_TRIES once its family failed FAMILY_FAILURES showings), then the
+        app is restarted: every action spent on a popup is one not spent finding pages."""
         popup = self.atlas.popups[here.popup]
         tries = self._popup_tries
         if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES:
             return dict(popup.dismiss)
+        family = [p for p in self.atlas.popups if box_match(p.box, popup.box) >= SAME_BOX]
+        closing = {action_key(p.dismiss): p.dismiss for p in self.atlas.popups if p.dismiss is not None}
+        closers = Counter(action_key(p.dismiss) for p in self.atlas.popups if p.dismiss is not None)
+        known = [dict(closing[k]) for k, _ in closers.most_common() if tries[k] == 0 and inside(closing[k], popup.box)]
+        failed = sum(p.failures for p in family) >= FAMILY_FAILURES
+        if known or sum(tries.values()) < (FAILED_TRIES if failed else SHOWING_TRIES):
+            if known:
+                return known[0]
+            if tries["key:back"] == 0:
+                return {"type": "key", "key": "back"}
+            for option in self._dismiss_options(popup):
+                if not any(p.tried[action_key(option)] for p in family):
+                    return option
+        popup.failures += 1
+        return self._restart_or_stop()
+
+    def _dismiss_options(self, popup: Any) -> list[dict[str, Any]]:
+        """The back key, a tap on each region inside the popup's box, one outside it, then the grid over the box."""
         assert self.recording is not None
         frame = self.recording.read(popup.members[-1]) if popup.members else None
         options: list[dict[str, Any]] = [{"type": "key", "key": "back"}]
-        grid: list[dict[str, Any]] = []
-        if frame is not None:
-            w, h = frame.shape[1], frame.shape[0]
-            for area in regions.tappable(frame, within=popup.box, limit=6):
-                options.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
-            options.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
-            grid = box_grid(popup.box, (w, h), options)
-        if sum(tries.values()) >= POPUP_TRIES + len(options):
-            return self._restart_or_stop()
-        alike = [p for p in self.atlas.popups if box_match(p.box, popup.box) >= SAME_BOX]
-        closers = Counter(action_key(p.dismiss) for p in self.atlas.popups if p.dismiss is not None)
-        closing = {action_key(p.dismiss): p.dismiss for p in self.atlas.popups if p.dismiss is not None}
-        fresh = [dict(closing[k]) for k, _ in closers.most_common() if tries[k] == 0 and inside(closing[k], popup.box)]
-        fresh += [o for o in options if popup.tried[action_key(o)] == 0]
-        fresh += [g for g in grid if not any(p.tried[action_key(g)] for p in alike)]
-        fresh += [o for o in options if tries[action_key(o)] == 0]
-        return fresh[0] if fresh else options[sum(tries.values()) % len(options)]
+        if frame is None:
+            return options
+        w, h = frame.shape[1], frame.shape[0]
+        for area in regions.tappable(frame, within=popup.box, limit=6):
+            options.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
+        options.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
+        return options + box_grid(popup.box, (w, h), options)
 
 
 def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:

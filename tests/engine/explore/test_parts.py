@@ -196,3 +196,30 @@ def test_what_closed_one_popup_is_tried_first_on_another_whose_box_holds_it(scre
     assert explorer._dismiss(Here("popup", 0, 2)) == closed
     explorer._popup_tries[action_key(closed)] += 1
     assert explorer._dismiss(Here("popup", 0, 2)) == {"type": "key", "key": "back"}
+
+
+def test_a_tap_that_led_to_a_page_under_a_popup_led_to_that_page():
+    """Under chaos a popup shows on arrival at random: the tap that led to page X under it led to X (a link
+    confirmed, X no transient page seen once), and a tap that opened a popup over its own page led nowhere."""
+    from engine.explore.atlas import Atlas
+    from engine.explore.drafting import transient_pages
+
+    game = SimGame(load_graph(GOOD).resolve(None))
+    frames = {}
+    for page in ("page_shop", "page_main"):
+        game.goto(page)
+        frames[page] = sketch(game.frame())
+    game.show_popup("popup_reward")
+    frames["reward"] = sketch(game.frame())
+    atlas = Atlas()
+    tap, back, other = ({"type": "tap", "point": [60, 40]}, {"type": "key", "key": "back"},
+                        {"type": "tap", "point": [900, 600]})
+    shop = atlas.absorb({"type": "screenshot"}, frames["page_shop"]).page
+    main = atlas.absorb(tap, frames["page_main"]).page
+    atlas.absorb(back, frames["page_shop"])
+    assert atlas.absorb(tap, frames["reward"]).kind == "popup"
+    assert atlas.pages[shop].results["tap:60,40"] == {("page", main): 2}
+    assert main not in transient_pages(atlas)
+    atlas.absorb({"type": "key", "key": "back"}, frames["page_main"])
+    atlas.absorb(other, frames["reward"])  # a tap on the page that opened a popup over it
+    assert atlas.outcome(main, "tap:900,600") == ("same",)
