@@ -25,7 +25,7 @@ from engine.explore import regions
 from engine.explore.atlas import SAME_BOX, Atlas, Here, PageNode, action_key, box_match
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
-from engine.explore.regions import box_grid, grid_actions
+from engine.explore.regions import box_grid, grid_actions, inside
 from engine.explore.sketch import SAME_PAGE, changed, sketch
 
 log = logging.getLogger(__name__)
@@ -216,9 +216,9 @@ class Explorer:
     def _settle(self, before) -> Settled:
         atlas = self.atlas
 
-        def known(sk) -> bool:
+        def known(sk) -> bool:  # a known page, or a popup over one: no slow loading screen to wait out
             page, score = atlas.best_page(sk)
-            return page is not None and score >= SAME_PAGE
+            return page is not None and score >= SAME_PAGE or atlas.classify(sk)[0] == "popup"
 
         def loading(sk) -> bool:
             page, score = atlas.best_page(sk)
@@ -445,11 +445,3 @@ class Explorer:
             options.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
         options.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
         return options + box_grid(popup.box, (w, h), options)
-
-
-def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:
-    """Whether `action` acts on `box`: a key does, a tap when its point lies inside."""
-    if action.get("type") != "tap":
-        return action.get("type") == "key"
-    x, y = action["point"]
-    return box[0] <= x < box[2] and box[1] <= y < box[3]

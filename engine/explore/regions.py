@@ -243,3 +243,11 @@ def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[
                 level = 0 if i % 4 == 0 and j % 4 == 0 else 1 if i % 2 == 0 and j % 2 == 0 else 2
                 points.append((level, i, j, x, y))
     return [{"type": "tap", "point": [x, y], "grid": True} for *_, x, y in sorted(points)]
+
+
+def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:
+    """Whether `action` acts on `box`: a key does, a tap when its point lies inside."""
+    if action.get("type") != "tap":
+        return action.get("type") == "key"
+    x, y = action["point"]
+    return box[0] <= x < box[2] and box[1] <= y < box[3]

@@ -223,3 +223,34 @@ def test_a_tap_that_led_to_a_page_under_a_popup_led_to_that_page():
     atlas.absorb({"type": "key", "key": "back"}, frames["page_main"])
     atlas.absorb(other, frames["reward"])  # a tap on the page that opened a popup over it
     assert atlas.outcome(main, "tap:900,600") == ("same",)
+
+
+def test_a_try_on_a_popup_over_a_known_page_waits_as_long_as_on_a_known_page(tmp_path, screens):
+    """A new screen is watched longer (a slow loading screen is no page); a popup over a known page is no new
+    screen: a dismissal that changed nothing costs the short wait, not the long one (under chaos a third of the
+    actions are such tries)."""
+    from engine.explore.effects import QUIET_NEW
+    from engine.explore.explorer import Explorer
+
+    class Still:
+        resolution = (1280, 720)
+        frame = screens["page_main"]
+
+        def screenshot(self, **kw):
+            return self.frame.copy()
+
+        def tap(self, x, y):
+            pass
+
+    now = [0.0]
+    device = Still()
+    explorer = Explorer(device, tmp_path, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    explorer.recording = Recording(tmp_path)
+    explorer._do({"type": "screenshot"})
+    device.frame = screens["reward"]
+    start = now[0]
+    explorer._do({"type": "tap", "point": [10, 10]})
+    assert explorer.atlas.here.kind == "popup" and now[0] - start < QUIET_NEW
+    start = now[0]
+    explorer._do({"type": "tap", "point": [20, 20]})
+    assert explorer.atlas.here.kind == "popup" and now[0] - start < QUIET_NEW
