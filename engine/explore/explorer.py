@@ -37,7 +37,7 @@ SHOWING_TRIES = 10
 FAMILY_FAILURES = 3
 FAILED_TRIES = 4
 """After FAMILY_FAILURES showings of popups with a like box ended in a restart, a showing gets FAILED_TRIES actions:
-its known ways, the back key and a few more points of the search."""
+what closed other popups, the back key and a few more points of the grid."""
 DISMISS_TRIES = 2
 """Tries of a popup's known dismissal on one showing (a tap may be dropped)."""
 
@@ -409,8 +409,8 @@ class Explorer:
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
         """The next way to close the popup shown now: its own dismissal, what closed other popups (games reuse a
         dialog's layout), the back key, the regions inside its box, a tap outside it, then a grid of taps over its
-        box. Popups with a like box are one family: what failed on one is not tried again on the next showing, so
-        the search goes on where it left off (a dialog closed by a spot nothing marks: "tap to continue"). A
+        box. Popups with a like box are one family: a grid point that failed on one is not tried again on the next
+        showing, so the search goes on where it left off (a dialog closed by a spot nothing marks). A
         showing gets SHOWING_TRIES actions (FAILED_TRIES once its family failed FAMILY_FAILURES showings), then the
         app is restarted: every action spent on a popup is one not spent finding pages."""
         popup = self.atlas.popups[here.popup]
@@ -425,23 +425,25 @@ class Explorer:
         if known or sum(tries.values()) < (FAILED_TRIES if failed else SHOWING_TRIES):
             if known:
                 return known[0]
-            if tries["key:back"] == 0:
-                return {"type": "key", "key": "back"}
-            for option in self._dismiss_options(popup):
-                if not any(p.tried[action_key(option)] for p in family):
+            visible, grid = self._dismiss_options(popup)
+            for option in visible[:1] if failed else visible:  # once a showing: a fault may have hidden its effect
+                if tries[action_key(option)] == 0:
                     return option
+            for point in grid:
+                if not any(p.tried[action_key(point)] for p in family):
+                    return point
         popup.failures += 1
         return self._restart_or_stop()
 
-    def _dismiss_options(self, popup: Any) -> list[dict[str, Any]]:
-        """The back key, a tap on each region inside the popup's box, one outside it, then the grid over the box."""
+    def _dismiss_options(self, popup: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The back key, a tap on each region inside the popup's box and one outside it; and the grid over the box."""
         assert self.recording is not None
         frame = self.recording.read(popup.members[-1]) if popup.members else None
         options: list[dict[str, Any]] = [{"type": "key", "key": "back"}]
         if frame is None:
-            return options
+            return options, []
         w, h = frame.shape[1], frame.shape[0]
         for area in regions.tappable(frame, within=popup.box, limit=6):
             options.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
         options.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
-        return options + box_grid(popup.box, (w, h), options)
+        return options, box_grid(popup.box, (w, h), options)

@@ -254,3 +254,30 @@ def test_a_try_on_a_popup_over_a_known_page_waits_as_long_as_on_a_known_page(tmp
     start = now[0]
     explorer._do({"type": "tap", "point": [20, 20]})
     assert explorer.atlas.here.kind == "popup" and now[0] - start < QUIET_NEW
+
+
+def test_each_showing_retries_what_is_visible_and_goes_on_with_the_grid_where_its_family_left_off(screens):
+    """A visible option that failed on an earlier showing of a like popup is tried again (a dropped tap or a black
+    frame may have hidden that it worked); a grid point that failed is not (the search goes on)."""
+    from engine.explore.atlas import Here, PopupNode
+    from engine.explore.explorer import SHOWING_TRIES, Explorer
+
+    class Frames:
+        def read(self, rel):
+            return screens["reward"]
+
+    explorer = Explorer(device=None, folder="unused")
+    explorer.recording = Frames()
+    box = (480, 400, 800, 640)
+    earlier, now = PopupNode(0, box, members=["f.png"]), PopupNode(1, box, members=["f.png"])
+    explorer.atlas.popups = [earlier, now]
+    visible, grid = explorer._dismiss_options(now)
+    for action in [*visible, grid[0]]:
+        earlier.tried[action_key(action)] += 1
+    answers = []
+    for _ in range(SHOWING_TRIES):
+        action = explorer._dismiss(Here("popup", 0, 1))
+        answers.append(action_key(action))
+        explorer._popup_tries[answers[-1]] += 1
+    assert answers[:len(visible)] == [action_key(a) for a in visible]
+    assert action_key(grid[0]) not in answers and action_key(grid[1]) in answers
