@@ -236,8 +236,8 @@ class Atlas:
             self._last = (prev.page, key)
             self._moves_by_itself(node)
             if now.kind == "page" and now.page != prev.page and prev.page != self.start and not node.loading:
-                found = cover(node.sketches[0], self.pages[now.page].sketches[0]) if node.sketches else None
-                if found is not None and found.gain < DIM_BELOW:  # it was `now` under a popup, `key` closed it
+                found = self.under_popup(prev.page, now.page)
+                if found is not None:  # it was `now` under a popup, `key` closed it
                     self.fold(prev.page, now.page, found)
         elif prev.kind == "popup":
             popup = self.popups[prev.popup]
@@ -304,6 +304,13 @@ class Atlas:
                 if counter[("page", page_id)] <= 0:
                     del counter[("page", page_id)]
                 counter[("page", now)] += 1
+
+    def under_popup(self, page_id: int, under: int) -> Cover | None:
+        """How page `page_id` is page `under` under a popup (a changed box over it dimmed), or None: their first
+        sketches compared. Undimmed is never enough: a page beside a panel may be another page's layout."""
+        page, other = self.pages[page_id], self.pages[under]
+        found = cover(page.sketches[0], other.sketches[0]) if page.sketches and other.sketches else None
+        return found if found is not None and found.gain < DIM_BELOW else None
 
     def fold(self, page_id: int, under: int, found: Cover) -> PopupNode:
         """Page `page_id` is page `under` under a popup (seen before `under` was known): it becomes that popup. What

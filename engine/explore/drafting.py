@@ -32,7 +32,7 @@ from engine.explore.draft import (
 )
 from engine.explore.recording import Recording
 from engine.explore.signatures import stable_signatures, unexplained
-from engine.explore.sketch import DIM_BELOW, SAME_PAGE, cover, similarity
+from engine.explore.sketch import SAME_PAGE, similarity
 
 Area = tuple[int, int, int, int]
 TextBox = tuple[str, float, Area]
@@ -89,8 +89,8 @@ def covered_pages(atlas: Atlas) -> dict[int, tuple[int, Any]]:
         went = {outcome for c in page.results.values() for outcome in c}
         for other in live:
             if other.id != page.id and other.id not in out and ("page", other.id) in went:
-                found = cover(page.sketches[0], other.sketches[0])
-                if found is not None and found.gain < DIM_BELOW:
+                found = atlas.under_popup(page.id, other.id)
+                if found is not None:
                     out[page.id] = (other.id, found)
                     break
     return out

@@ -216,9 +216,8 @@ class Explorer:
     def _settle(self, before) -> Settled:
         atlas = self.atlas
 
-        def known(sk) -> bool:  # a known page, or a popup over one: no slow loading screen to wait out
-            page, score = atlas.best_page(sk)
-            return page is not None and score >= SAME_PAGE or atlas.classify(sk)[0] == "popup"
+        def known(sk) -> bool:  # a known page or loading screen, or a popup over a page: nothing new to wait out
+            return atlas.classify(sk)[0] != "new"
 
         def loading(sk) -> bool:
             page, score = atlas.best_page(sk)
