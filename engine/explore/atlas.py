@@ -40,6 +40,14 @@ def action_key(action: dict[str, Any]) -> str:
     return str(kind)
 
 
+def key_point(key: str) -> tuple[int, int] | None:
+    """The point of a tap's action key (action_key's inverse for taps), else None."""
+    if not key.startswith("tap:"):
+        return None
+    x, _, y = key[4:].partition(",")
+    return (int(x), int(y)) if x.lstrip("-").isdigit() and y.lstrip("-").isdigit() else None
+
+
 @dataclass
 class PageNode:
     id: int

@@ -21,25 +21,17 @@ from typing import Any, Callable
 import numpy as np
 
 from engine.core.errors import DeviceError
-from engine.explore import regions
-from engine.explore.atlas import SAME_BOX, Atlas, Here, PageNode, action_key, box_match
+from engine.explore import dismiss, regions
+from engine.explore.atlas import Atlas, Here, PageNode, action_key
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
-from engine.explore.regions import box_grid, grid_actions, inside
+from engine.explore.regions import grid_actions
 from engine.explore.sketch import SAME_PAGE, changed, sketch
 
 log = logging.getLogger(__name__)
 
 RESTARTS_IN_A_ROW = 3
 """Restarts without learning anything in between before the explorer gives up early."""
-SHOWING_TRIES = 10
-"""Actions on one showing of a popup whose dismissal is not known yet before the app is restarted."""
-FAMILY_FAILURES = 3
-FAILED_TRIES = 4
-"""After FAMILY_FAILURES showings of popups with a like box ended in a restart, a showing gets FAILED_TRIES actions:
-what closed other popups, the back key and a few more points of the grid."""
-DISMISS_TRIES = 2
-"""Tries of a popup's known dismissal on one showing (a tap may be dropped)."""
 
 
 @dataclass
@@ -406,43 +398,17 @@ class Explorer:
         return count
 
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
-        """The next way to close the popup shown now: its own dismissal, what closed other popups (games reuse a
-        dialog's layout), the back key, the regions inside its box, a tap outside it, then a grid of taps over its
-        box. Popups with a like box are one family: a grid point that failed on one is not tried again on the next
-        showing, so the search goes on where it left off (a dialog closed by a spot nothing marks). A
-        showing gets SHOWING_TRIES actions (FAILED_TRIES once its family failed FAMILY_FAILURES showings), then the
-        app is restarted: every action spent on a popup is one not spent finding pages."""
+        """The next way to close the popup shown now (engine.explore.dismiss), else a restart."""
         popup = self.atlas.popups[here.popup]
-        tries = self._popup_tries
-        if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES:
-            return dict(popup.dismiss)
-        family = [p for p in self.atlas.popups if box_match(p.box, popup.box) >= SAME_BOX]
-        closing = {action_key(p.dismiss): p.dismiss for p in self.atlas.popups if p.dismiss is not None}
-        closers = Counter(action_key(p.dismiss) for p in self.atlas.popups if p.dismiss is not None)
-        known = [dict(closing[k]) for k, _ in closers.most_common() if tries[k] == 0 and inside(closing[k], popup.box)]
-        failed = sum(p.failures for p in family) >= FAMILY_FAILURES
-        if known or sum(tries.values()) < (FAILED_TRIES if failed else SHOWING_TRIES):
-            if known:
-                return known[0]
-            visible, grid = self._dismiss_options(popup)
-            for option in visible[:1] if failed else visible:  # once a showing: a fault may have hidden its effect
-                if tries[action_key(option)] == 0:
-                    return option
-            for point in grid:
-                if not any(p.tried[action_key(point)] for p in family):
-                    return point
+        action = dismiss.next_try(self.atlas.popups, popup, self._popup_tries, lambda: self._popup_frame(popup))
+        if action is not None:
+            return action
         popup.failures += 1
         return self._restart_or_stop()
 
-    def _dismiss_options(self, popup: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The back key, a tap on each region inside the popup's box and one outside it; and the grid over the box."""
+    def _popup_frame(self, popup: Any) -> np.ndarray | None:
         assert self.recording is not None
-        frame = self.recording.read(popup.members[-1]) if popup.members else None
-        options: list[dict[str, Any]] = [{"type": "key", "key": "back"}]
-        if frame is None:
-            return options, []
-        w, h = frame.shape[1], frame.shape[0]
-        for area in regions.tappable(frame, within=popup.box, limit=6):
-            options.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
-        options.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
-        return options, box_grid(popup.box, (w, h), options)
+        return self.recording.read(popup.members[-1]) if popup.members else None
+
+    def _dismiss_options(self, popup: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return dismiss.options(popup, self._popup_frame(popup))
