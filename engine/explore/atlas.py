@@ -40,12 +40,15 @@ def action_key(action: dict[str, Any]) -> str:
     return str(kind)
 
 
-def key_point(key: str) -> tuple[int, int] | None:
-    """The point of a tap's action key (action_key's inverse for taps), else None."""
+def key_action(key: str) -> dict[str, Any] | None:
+    """The tap or key an action key names (action_key's inverse for those two), else None."""
+    if key.startswith("key:"):
+        return {"type": "key", "key": key[4:]}
     if not key.startswith("tap:"):
         return None
     x, _, y = key[4:].partition(",")
-    return (int(x), int(y)) if x.lstrip("-").isdigit() and y.lstrip("-").isdigit() else None
+    return {"type": "tap", "point": [int(x), int(y)]} if x.lstrip("-").isdigit() and y.lstrip("-").isdigit() \
+        else None
 
 
 @dataclass
@@ -85,6 +88,9 @@ class PopupNode:
     members: list[str] = field(default_factory=list)
     dismiss: dict[str, Any] | None = None
     tried: Counter = field(default_factory=Counter)
+    closed: Counter = field(default_factory=Counter)
+    """Action keys that closed it (to the page under it), and how often: two dialogs that look one may each take
+    another button (engine.explore.dismiss tries them all)."""
     opened_by: set[tuple[int, str]] = field(default_factory=set)
     failures: int = 0
     """Showings that ended in a restart, no way to close it found (engine.explore.explorer.Explorer._dismiss)."""
@@ -250,9 +256,11 @@ class Atlas:
         elif prev.kind == "popup":
             popup = self.popups[prev.popup]
             popup.tried[action_key(action)] += 1
-            if now.kind == "page" and now.page in popup.over and popup.dismiss is None:
-                popup.dismiss = dict(action)
-                self.changes += 1
+            if now.kind == "page" and now.page in popup.over:
+                popup.closed[action_key(action)] += 1
+                if popup.dismiss is None:
+                    popup.dismiss = dict(action)
+                    self.changes += 1
         if now.kind == "page" and (prev.kind != "page" or prev.page != now.page):
             self.pages[now.page].visits += 1
             if transients:
@@ -328,6 +336,7 @@ class Atlas:
         popup = PopupNode(len(self.popups), found.box, over={under}, sketches=list(node.sketches),
                           members=list(node.members))
         tries = [(counter[("page", under)], key) for key, counter in node.results.items() if counter[("page", under)]]
+        popup.closed.update({key: n for n, key in tries})
         if tries:
             popup.dismiss = dict(node.taken[max(tries, key=lambda t: t[0])[1]])
         self.popups.append(popup)

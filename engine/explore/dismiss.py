@@ -1,10 +1,10 @@
 """How to close a popup: the next try on the popup shown now (engine.explore.explorer.Explorer._dismiss).
 
-In order: its own dismissal; what closed other popups, when it lies inside this one's box (games reuse a dialog's
-layout); the back key, the regions inside its box and a tap outside it; then a grid of taps over its box. Popups
+In order: its own dismissal; what else closed it or other popups, when it lies inside this one's box (games reuse a
+dialog's layout; two dialogs that look one may take different buttons); the back key, the regions inside its box and a tap outside it; then a grid of taps over its box. Popups
 with a like box are one family: a grid point that failed on one is not tried again on the next showing, so the search
-goes on where it left off (a dialog closed by a spot nothing marks), and a visible option that failed on
-VISIBLE_FAILS showings of the family is left out (a dropped tap hides one failure, seldom two). A showing gets
+goes on where it left off (a dialog closed by a spot nothing marks), and a visible option that failed VISIBLE_FAILS
+times on the family is left out (a dropped tap hides one failure, seldom two). A showing gets
 CLOSER_TRIES tries of known closers and SHOWING_TRIES of its own search (FAILED_TRIES once its family failed
 FAMILY_FAILURES showings), then the caller restarts the app: every action spent on a popup is one not spent finding
 pages, and a search starved by the closers it tries first would never find the spot.
@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from engine.explore import regions
-from engine.explore.atlas import SAME_BOX, PopupNode, action_key, box_match, key_point
+from engine.explore.atlas import SAME_BOX, PopupNode, action_key, box_match, key_action
 from engine.explore.regions import box_grid, inside
 
 SHOWING_TRIES = 10
@@ -32,7 +32,7 @@ DISMISS_TRIES = 2
 CLOSER_TRIES = 3
 """Tries on one showing of what closed this popup or others before, counted apart from the search."""
 VISIBLE_FAILS = 2
-"""Showings of a family on which a visible option (the back key, a region) failed before it is left out."""
+"""Tries of a visible option (the back key, a region) on a family that left it open before it is left out."""
 
 
 def options(popup: PopupNode, frame: np.ndarray | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -41,23 +41,26 @@ def options(popup: PopupNode, frame: np.ndarray | None) -> tuple[list[dict[str, 
     if frame is None:
         return visible, []
     w, h = frame.shape[1], frame.shape[0]
-    for area in regions.tappable(frame, within=popup.box, limit=6):
+    for area in regions.within_box(frame, popup.box, limit=6):
         visible.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
     visible.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
     return visible, box_grid(popup.box, (w, h), visible)
 
 
-def spot_tries(family: list[PopupNode], option: dict[str, Any]) -> int:
-    """How often the family was tried at `option`'s spot: the same key, or a tap inside the option's area."""
+def spot_failures(family: list[PopupNode], option: dict[str, Any]) -> int:
+    """How often the family was tried at `option`'s spot (the same key, or a tap inside the option's area) and stayed
+    open."""
     area = option.get("area")
-    if option.get("type") != "tap" or not area:
-        return sum(p.tried[action_key(option)] for p in family)
     count = 0
     for popup in family:
         for key, n in popup.tried.items():
-            point = key_point(key)
-            if point is not None and area[0] <= point[0] < area[2] and area[1] <= point[1] < area[3]:
-                count += n
+            if area and option.get("type") == "tap":
+                action = key_action(key)
+                if action is None or action["type"] != "tap" or not inside(action, area):
+                    continue
+            elif key != action_key(option):
+                continue
+            count += n - popup.closed[key]
     return count
 
 
@@ -67,12 +70,14 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter,
     the showing's budget is spent (restart)."""
     if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES:
         return dict(popup.dismiss)
-    closing = {action_key(p.dismiss): p.dismiss for p in popups if p.dismiss is not None}
-    if sum(tries[k] for k in closing) < CLOSER_TRIES:
-        closers = Counter(action_key(p.dismiss) for p in popups if p.dismiss is not None)
-        for key, _ in closers.most_common():
-            if tries[key] == 0 and inside(closing[key], popup.box):
-                return dict(closing[key])
+    closing: Counter = Counter()
+    for other in popups:
+        closing.update(other.closed)
+    if sum(tries[k] for k in closing) < CLOSER_TRIES:  # its own closers first, then those of others
+        for key in [k for k, _ in popup.closed.most_common()] + [k for k, _ in closing.most_common()]:
+            action = key_action(key)
+            if action is not None and tries[key] == 0 and inside(action, popup.box):
+                return action
     family = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX]
     failed = sum(p.failures for p in family) >= FAMILY_FAILURES
     searched = sum(n for k, n in tries.items() if k not in closing)
@@ -80,7 +85,7 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter,
         return None
     visible, grid = options(popup, frame())
     for option in visible:  # again on each showing (a fault may have hidden that it worked), up to a point
-        if tries[action_key(option)] == 0 and spot_tries(family, option) < VISIBLE_FAILS:
+        if tries[action_key(option)] == 0 and spot_failures(family, option) < VISIBLE_FAILS:
             return option
     for point in grid:
         if not any(p.tried[action_key(point)] for p in family):

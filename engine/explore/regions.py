@@ -134,6 +134,17 @@ def tappable(frame: np.ndarray, *, within: Area | None = None, limit: int = MAX_
     return _distinct([a for a, _ in found])[:limit]
 
 
+def within_box(frame: np.ndarray, box: Area, *, limit: int = 8) -> list[Area]:
+    """Candidate tap areas inside a dialog's `box`: those that stand out from the dialog itself first (found on the
+    box's own crop: a button on a bright panel over a dimmed page is one blob with the panel on the whole frame), then
+    those found on the whole frame."""
+    x1, y1, x2, y2 = (max(0, int(v)) for v in box)
+    own: list[Area] = []
+    if min(x2 - x1, y2 - y1) >= 2 * MIN_SIDE:
+        own = [(a[0] + x1, a[1] + y1, a[2] + x1, a[3] + y1) for a in tappable(frame[y1:y2, x1:x2], limit=limit)]
+    return _distinct(own + tappable(frame, within=box, limit=limit))[:limit]
+
+
 def bar_gaps(frame: np.ndarray, *, limit: int = MAX_GAP_SLOTS) -> list[Area]:
     """Where a row (or column) of buttons has a hole: a bar of BAR_MEMBERS blobs or more that share one band, and
     an empty stretch between two of them wide enough for a button of the bar's usual width, split into slots of

@@ -130,3 +130,32 @@ def test_a_small_icon_of_which_only_a_part_stands_out_is_a_tap_a_speck_is_not():
     points = centres(tappable(frame))
     assert hits(points, (1213, 18, 1245, 49))
     assert not hits(points, (590, 390, 616, 416))
+
+
+def test_a_button_on_a_bright_dialog_over_a_dimmed_page_is_found_inside_the_dialog():
+    """A game screen this test invents: a page dimmed under a bright striped side panel, a light "SKIP" button near
+    the panel's top. On the whole frame the button is one blob with the panel (both stand out from the dimmed page),
+    so its region's centre misses it; against the panel itself it stands alone, and a tap on it is offered."""
+    import cv2
+
+    from engine.explore.regions import within_box
+
+    h, w = 720, 1280
+    yy, xx = np.mgrid[0:h, 0:w]
+    page = np.dstack([(40 + 20 * np.sin((xx + yy) / 9.0)).astype(np.uint8)] * 3)
+    page[:, :, 1] += 30
+    panel_box, button = (1120, 0, 1280, 720), (1158, 25, 1264, 53)
+    stripes = (200 + 40 * np.sin((xx + yy) / 6.0)).astype(np.uint8)
+    frame = page.copy()
+    frame[:, 1120:, 0] = stripes[:, 1120:]
+    frame[:, 1120:, 1] = 80
+    frame[:, 1120:, 2] = stripes[:, 1120:]
+    cv2.rectangle(frame, button[:2], (button[2] - 1, button[3] - 1), (235, 235, 235), -1)
+    cv2.putText(frame, "SKIP", (button[0] + 20, button[3] - 7), cv2.FONT_HERSHEY_SIMPLEX, 0.7, (60, 40, 40), 2)
+
+    def hits(areas):
+        return [a for a in areas if button[0] <= (a[0] + a[2]) // 2 < button[2] and
+                button[1] <= (a[1] + a[3]) // 2 < button[3]]
+
+    assert not hits(tappable(frame, within=panel_box, limit=6))  # the premise: on the whole frame it is missed
+    assert hits(within_box(frame, panel_box))

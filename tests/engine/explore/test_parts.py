@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -190,8 +191,8 @@ def test_what_closed_one_popup_is_tried_first_on_another_whose_box_holds_it(scre
     explorer.recording = Frames()
     closed = {"type": "tap", "point": [1020, 660]}
     far = {"type": "tap", "point": [40, 40]}
-    explorer.atlas.popups = [PopupNode(0, (480, 160, 1120, 720), dismiss=closed),
-                             PopupNode(1, (0, 0, 80, 80), dismiss=far),
+    explorer.atlas.popups = [PopupNode(0, (480, 160, 1120, 720), dismiss=closed, closed=Counter([action_key(closed)])),
+                             PopupNode(1, (0, 0, 80, 80), dismiss=far, closed=Counter([action_key(far)])),
                              PopupNode(2, (560, 240, 1200, 720), members=["frames/000001.png"])]
     assert explorer._dismiss(Here("popup", 0, 2)) == closed
     explorer._popup_tries[action_key(closed)] += 1
@@ -288,14 +289,12 @@ def test_closers_tried_first_do_not_starve_the_search_of_a_family_that_keeps_fai
     """Under chaos a "tap to continue" dialog shows again and again; when what closed other popups is tried first on
     each showing, those tries must not use up the showing: its own search still goes on, where the family left off,
     and finds the spot nothing marks within a bounded number of showings."""
-    from collections import Counter
-
     from engine.explore.atlas import PopupNode
     from engine.explore.dismiss import CLOSER_TRIES, FAILED_TRIES, next_try, options
 
     box = (480, 200, 1040, 700)
-    closers = [PopupNode(i, (300 + 10 * i, 100, 1100, 720), dismiss={"type": "tap", "point": [600 + 40 * i, 300]})
-               for i in range(5)]
+    closers = [PopupNode(i, (300 + 10 * i, 100, 1100, 720), dismiss={"type": "tap", "point": [600 + 40 * i, 300]},
+                         closed=Counter([f"tap:{600 + 40 * i},300"])) for i in range(5)]
     failing = PopupNode(5, box, members=["f.png"], failures=3)
     popups = [*closers, failing]
     visible, grid = options(failing, screens["reward"])
@@ -343,3 +342,26 @@ def test_a_visible_option_that_failed_on_two_showings_of_a_family_is_left_out(sc
     assert action == grid[0]
     first.tried.clear()
     assert explorer._dismiss(Here("popup", 0, 2)) == visible[0]
+
+
+def test_two_dialogs_that_look_one_each_keep_the_button_that_closed_them():
+    """Two dialogs may look the same and take different buttons ("Confirm" on one, "Cancel" on the other): every tap
+    that closed the popup is kept and tried in turn after its first dismissal, and a tap that closed it is never
+    counted as a failure that would leave it out of the search."""
+    from engine.explore.atlas import Atlas, PopupNode
+    from engine.explore.dismiss import DISMISS_TRIES, next_try, spot_failures
+
+    confirm, cancel = {"type": "tap", "point": [768, 505]}, {"type": "tap", "point": [510, 503]}
+    popup = PopupNode(0, (440, 460, 840, 540), over={0}, dismiss=confirm)
+    atlas = Atlas()
+    atlas.popups = [popup]
+    popup.closed.update([action_key(confirm), action_key(cancel), action_key(cancel)])
+    popup.tried.update([action_key(confirm), action_key(cancel), action_key(cancel), action_key(cancel)])
+    tries: Counter = Counter()
+    answers = []
+    for _ in range(DISMISS_TRIES + 1):
+        answers.append(next_try(atlas.popups, popup, tries, lambda: None))
+        tries[action_key(answers[-1])] += 1
+    assert answers == [confirm] * DISMISS_TRIES + [cancel]
+    area = {"type": "tap", "point": [510, 503], "area": [480, 490, 540, 516]}
+    assert spot_failures([popup], area) == 1
