@@ -140,8 +140,9 @@ class Explorer:
                 t = self.recording.read(rel)
                 if t is not None:
                     transients.append((sketch(t), rel))
+            came_by = self._came_by(entry["action"])
             self.atlas.absorb(entry["action"], sketch(frame), entry["frame"], transients)
-            self._prepare(frame)
+            self._prepare(frame, came_by)
             if entry["action"].get("type") in ("tap", "swipe", "key"):
                 self.taps += 1
         for page in self.atlas.pages:  # grids tried before: offer their levels again
@@ -156,12 +157,22 @@ class Explorer:
     def _look_first(self) -> None:
         self._do({"type": "screenshot"})
 
-    def _prepare(self, frame: np.ndarray) -> None:
+    def _came_by(self, action: dict[str, Any]) -> tuple[int, str] | None:
+        """The page an action is taken on and its key (None off a page)."""
+        here = self.atlas.here
+        return (here.page, action_key(action)) if here.kind == "page" and here.page is not None else None
+
+    def _prepare(self, frame: np.ndarray, came_by: tuple[int, str] | None = None) -> None:
         here = self.atlas.here
         if here.kind == "page":
             page = self.atlas.pages[here.page]
             if not page.actions:
                 page.actions = page_actions(frame)
+                if came_by is not None and any(o[0] == "page" and o[1] != page.id for o in
+                                               self.atlas.pages[came_by[0]].results.get(came_by[1], ())):
+                    # A new screen where the same action led to a known page before: a detour (an event's splash,
+                    # a screen the game shows at random) that the back key leaves; it is tried first.
+                    page.actions.sort(key=lambda a: a["type"] != "key")
 
     def _do(self, action: dict[str, Any]) -> Here:
         """Act, wait for the screen to settle, record, learn."""
@@ -197,12 +208,13 @@ class Explorer:
                                    same_as=self._last[1] if same and self._last else None)
         self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
+        came_by = self._came_by(action)
         here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients)
         if here.kind == "popup" and before.kind == "popup" and before.popup == here.popup:
             self._popup_tries[action_key(action)] += 1
         else:
             self._popup_tries = Counter()  # a new showing
-        self._prepare(settled.frame)
+        self._prepare(settled.frame, came_by)
         return here
 
     def _settle(self, before) -> Settled:

@@ -365,3 +365,31 @@ def test_two_dialogs_that_look_one_each_keep_the_button_that_closed_them():
     assert answers == [confirm] * DISMISS_TRIES + [cancel]
     area = {"type": "tap", "point": [510, 503], "area": [480, 490, 540, 516]}
     assert spot_failures([popup], area) == 1
+
+
+def test_a_new_screen_where_a_known_link_led_before_is_a_detour_left_with_the_back_key_first(screens):
+    """A game may show a screen at random on the way (an event's splash, an unknown screen only the back key
+    leaves): when an action that led to a known page before leads to a screen never seen, the back key is tried there
+    first instead of after every region; a link's first outcome is an ordinary new page, its regions first."""
+    from engine.explore.explorer import Explorer
+
+    explorer = Explorer(device=None, folder="unused")
+    atlas = explorer.atlas
+    splash = np.full_like(screens["page_main"], 90)
+    for i, colour in enumerate([(40, 200, 240), (220, 60, 60), (60, 220, 90), (250, 250, 250)]):
+        splash[120 + 120 * i:180 + 120 * i, 200 + 180 * i:340 + 180 * i] = colour  # four buttons of a screen unseen
+    tap, back = {"type": "tap", "point": [60, 40]}, {"type": "key", "key": "back"}
+
+    def act(action, frame):
+        came_by = explorer._came_by(action)
+        atlas.absorb(action, sketch(frame), "f.png")
+        explorer._prepare(frame, came_by)
+        return atlas.pages[atlas.here.page]
+
+    act({"type": "screenshot"}, screens["page_main"])
+    shop = act(tap, screens["page_shop"])
+    assert shop.actions[0]["type"] == "tap"
+    act(back, screens["page_main"])
+    detour = act(tap, splash)
+    assert detour.id != shop.id and detour.actions[0] == back
+    assert sum(a["type"] == "tap" for a in detour.actions) >= 4
