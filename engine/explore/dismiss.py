@@ -1,13 +1,14 @@
 """How to close a popup: the next try on the popup shown now (engine.explore.explorer.Explorer._dismiss).
 
 In order: its own dismissal; what else closed it or other popups, when it lies inside this one's box (games reuse a
-dialog's layout; two dialogs that look one may take different buttons); the back key, the regions inside its box and a tap outside it; then a grid of taps over its box. Popups
-with a like box are one family: a grid point that failed on one is not tried again on the next showing, so the search
-goes on where it left off (a dialog closed by a spot nothing marks), and a visible option that failed VISIBLE_FAILS
-times on the family is left out (a dropped tap hides one failure, seldom two). A showing gets
-CLOSER_TRIES tries of known closers and SHOWING_TRIES of its own search (FAILED_TRIES once its family failed
-FAMILY_FAILURES showings), then the caller restarts the app: every action spent on a popup is one not spent finding
-pages, and a search starved by the closers it tries first would never find the spot.
+dialog's layout; two dialogs that look one may take different buttons); the back key, the regions inside its box
+and a tap outside it; then a grid of taps over its box. Popups with a like box are one family: a grid point that
+failed on one is not tried again on the next showing, so the search goes on where it left off (a dialog closed by a
+spot nothing marks), and a visible option that failed VISIBLE_FAILS times on the family is left out (a dropped tap
+hides one failure, seldom two). A showing gets CLOSER_TRIES tries of known closers and SHOWING_TRIES of its own
+search (FAILED_TRIES once its family failed FAMILY_FAILURES showings), then the caller restarts the app: every
+action spent on a popup is one not spent finding pages, and a search starved by the closers tried first would never
+find the spot.
 """
 
 from __future__ import annotations
