@@ -26,6 +26,8 @@ COVER_SKETCHES = 3
 """A page's sketches a frame is compared with to tell whether it is that page under a popup."""
 SAME_BOX = 0.6
 """Overlap (intersection over union) of two popups' boxes from which they may be one dialog."""
+POPUP_LIKE = 0.8
+"""Share of a popup's box cells alike from which a screen shows a popup already known (Atlas._popup_for)."""
 
 
 def action_key(action: dict[str, Any]) -> str:
@@ -181,7 +183,7 @@ class Atlas:
     def _popup_for(self, sk: Sketch, over: int, found: Cover, frame_path: str | None) -> PopupNode:
         for popup in self.popups:
             if box_match(popup.box, found.box) >= SAME_BOX and any(
-                    _inside_similarity(sk, m, found.box) >= 0.8 for m in popup.sketches):
+                    _inside_similarity(sk, m, found.box) >= POPUP_LIKE for m in popup.sketches):
                 break
         else:
             popup = PopupNode(len(self.popups), found.box)

@@ -1,7 +1,7 @@
 """How to close a popup: the next try on the popup shown now (engine.explore.explorer.Explorer._dismiss).
 
-In order: its own dismissal; what else closed it or other popups, when it lies inside this one's box (games reuse a
-dialog's layout; two dialogs that look one may take different buttons); the back key, the regions inside its box
+In order: its own dismissal; what else closed it, then popups with a like box, then any popup, when it lies inside
+this one's box (games reuse a dialog's layout; two dialogs that look one may take different buttons); the back key, the regions inside its box
 and a tap outside it; then a grid of taps over its box. Popups with a like box are one family: a grid point that
 failed on one is not tried again on the next showing, so the search goes on where it left off (a dialog closed by a
 spot nothing marks), and a visible option that failed VISIBLE_FAILS times on the family is left out (a dropped tap
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable
 
+import cv2
 import numpy as np
 
 from engine.explore import regions
@@ -71,15 +72,18 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter,
     the showing's budget is spent (restart)."""
     if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES:
         return dict(popup.dismiss)
+    family = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX]
     closing: Counter = Counter()
+    kin: Counter = Counter()
     for other in popups:
         closing.update(other.closed)
-    if sum(tries[k] for k in closing) < CLOSER_TRIES:  # its own closers first, then those of others
-        for key in [k for k, _ in popup.closed.most_common()] + [k for k, _ in closing.most_common()]:
+        if other in family:
+            kin.update(other.closed)
+    if sum(tries[k] for k in closing) < CLOSER_TRIES:  # its own closers first, then its family's, then any
+        for key in [k for counter in (popup.closed, kin, closing) for k, _ in counter.most_common()]:
             action = key_action(key)
             if action is not None and tries[key] == 0 and inside(action, popup.box):
                 return action
-    family = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX]
     failed = sum(p.failures for p in family) >= FAMILY_FAILURES
     searched = sum(n for k, n in tries.items() if k not in closing)
     if searched >= (FAILED_TRIES if failed else SHOWING_TRIES):
@@ -92,3 +96,72 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter,
         if not any(p.tried[action_key(point)] for p in family):
             return point
     return None
+
+
+# ------------------------------------------------------------------ a known popup over a page never seen
+
+PANEL_CHANGE = 40
+"""Grey levels between a popup's frame and the dimmed page under it from which a pixel is the popup's own."""
+PANEL_MIN = 24
+"""Smallest side of a popup's own panel (pixels) worth recognising it by."""
+PANEL_ALIKE = 14.0
+"""Mean grey-level difference under which a frame shows a popup's panel where it was."""
+
+Panel = tuple[tuple[int, int, int, int], np.ndarray]
+
+
+def panel(shown: np.ndarray, under: np.ndarray, box: tuple[int, int, int, int]) -> Panel | None:
+    """The popup's own pixels inside its box: where the frame that shows it differs from the page under it beyond
+    the dimming of the backdrop (the gain measured outside the box); their bounding rectangle and grey crop, or
+    None when too little of the box is the popup's own (a translucent veil is told by covers, not by this)."""
+    if shown.shape != under.shape:
+        return None
+    a = cv2.cvtColor(shown, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    b = cv2.cvtColor(under, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    outside = np.ones(a.shape, bool)
+    x1, y1, x2, y2 = (max(0, int(v)) for v in box)
+    outside[y1:y2, x1:x2] = False
+    gain = float(np.median(a[outside] / np.maximum(b[outside], 1.0))) if outside.any() else 1.0
+    own = np.zeros(a.shape, np.uint8)
+    own[y1:y2, x1:x2] = (np.abs(a - gain * b)[y1:y2, x1:x2] > PANEL_CHANGE).astype(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(
+        cv2.morphologyEx(own, cv2.MORPH_CLOSE, np.ones((9, 9), np.uint8)))
+    if count < 2:
+        return None
+    i = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    x, y, w, h = (int(v) for v in stats[i, :4])
+    if min(w, h) < PANEL_MIN:
+        return None
+    return (x, y, x + w, y + h), a[y:y + h, x:x + w]
+
+
+def shows(frame: np.ndarray, known: Panel) -> bool:
+    """Whether `frame` shows the panel where it was."""
+    (x1, y1, x2, y2), crop = known
+    if frame.shape[0] < y2 or frame.shape[1] < x2:
+        return False
+    here = cv2.cvtColor(frame[y1:y2, x1:x2], cv2.COLOR_BGR2GRAY).astype(np.float32)
+    return float(np.abs(here - crop).mean()) < PANEL_ALIKE
+
+
+class Panels:
+    """Each popup's own panel, looked for once (from its first frame and the page under it), to tell a known popup
+    over a page never seen, which no cover can; `read` gives a recorded frame by its path."""
+
+    def __init__(self, read: Callable[[str], np.ndarray | None]) -> None:
+        self.read = read
+        self.found: dict[int, Panel | None] = {}
+
+    def showing(self, popups: list[PopupNode], pages: list[Any], frame: np.ndarray) -> PopupNode | None:
+        """A popup with a known way out whose panel `frame` shows where it was, else None."""
+        for popup in popups:
+            if not popup.closed or not popup.members or not popup.over:
+                continue
+            if popup.id not in self.found:
+                under = pages[min(popup.over)]
+                shown, clean = self.read(popup.members[0]), self.read(under.members[0]) if under.members else None
+                self.found[popup.id] = None if shown is None or clean is None else panel(shown, clean, popup.box)
+            known = self.found[popup.id]
+            if known is not None and shows(frame, known):
+                return popup
+        return None

@@ -22,7 +22,7 @@ import numpy as np
 
 from engine.core.errors import DeviceError
 from engine.explore import dismiss, regions
-from engine.explore.atlas import Atlas, Here, PageNode, action_key
+from engine.explore.atlas import Atlas, Here, PageNode, action_key, key_action
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
 from engine.explore.regions import grid_actions
@@ -86,6 +86,7 @@ class Explorer:
         """The sketch and file of the last frame written."""
         self._popup_tries: Counter = Counter()
         """Actions taken on the popup shown now, since it showed."""
+        self._panels = dismiss.Panels(lambda rel: self.recording.read(rel) if self.recording is not None else None)
         self.sweeping: int | None = None
         self.sweep_round = 0
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
@@ -173,6 +174,10 @@ class Explorer:
                     # A new screen where the same action led to a known page before: a detour (an event's splash,
                     # a screen the game shows at random) that the back key leaves; it is tried first.
                     page.actions.sort(key=lambda a: a["type"] != "key")
+                popup = self._panels.showing(self.atlas.popups, self.atlas.pages, frame)
+                if popup is not None:  # a known popup over a page never seen: what closed it comes first
+                    closers = [a for a in map(key_action, (k for k, _ in popup.closed.most_common(2))) if a]
+                    page.actions = closers + [a for a in page.actions if action_key(a) not in popup.closed]
 
     def _do(self, action: dict[str, Any]) -> Here:
         """Act, wait for the screen to settle, record, learn."""

@@ -393,3 +393,59 @@ def test_a_new_screen_where_a_known_link_led_before_is_a_detour_left_with_the_ba
     detour = act(tap, splash)
     assert detour.id != shop.id and detour.actions[0] == back
     assert sum(a["type"] == "tap" for a in detour.actions) >= 4
+
+
+def test_a_known_popup_over_a_page_never_seen_is_closed_first_with_what_closed_it():
+    """Under chaos a popup shows on a third of arrivals, on pages not seen yet too, where no cover can tell it from a
+    new page: a new screen whose box holds a known popup starts with the tap that closed that popup, not with every
+    region of the popup taken for a page's."""
+    from engine.explore.atlas import Atlas
+    from engine.explore.explorer import Explorer
+
+    game = SimGame(load_graph(GOOD).resolve(None))
+    frames = {}
+    for page in ("page_main", "page_shop"):
+        game.goto(page)
+        frames[page] = game.frame()
+        game.show_popup("popup_reward")
+        frames[page + "+reward"] = game.frame()
+    class Frames:
+        def read(self, rel):
+            return frames[rel]
+
+    explorer = Explorer(device=None, folder="unused")
+    explorer.recording = Frames()
+    atlas: Atlas = explorer.atlas
+    closer = {"type": "tap", "point": [1000, 650]}
+
+    def act(action, name):
+        came_by = explorer._came_by(action)
+        atlas.absorb(action, sketch(frames[name]), name)
+        explorer._prepare(frames[name], came_by)
+        return atlas.here
+
+    act({"type": "screenshot"}, "page_main")
+    assert act({"type": "tap", "point": [60, 600]}, "page_main+reward").kind == "popup"
+    act(closer, "page_main")
+    here = act({"type": "tap", "point": [60, 40]}, "page_shop+reward")
+    assert here.kind == "page"  # the page under it was never seen: no cover tells it
+    assert atlas.pages[here.page].actions[0] == closer
+    act(closer, "page_shop")
+    game.goto("page_mail")  # a page never seen, no popup over it: its own regions first
+    frames["page_mail"] = game.frame()
+    assert atlas.pages[act({"type": "tap", "point": [60, 100]}, "page_mail").page].actions[0] != closer
+
+
+def test_what_closed_a_popup_with_a_like_box_comes_before_what_closed_many_others():
+    """A spot found on one "tap to continue" dialog is the likeliest on the next of its kind: a family's closers come
+    before the closers of unrelated popups, however often those worked."""
+    from engine.explore.atlas import PopupNode
+    from engine.explore.dismiss import next_try
+
+    box = (520, 200, 1080, 720)
+    spot = {"type": "tap", "point": [1030, 660]}
+    kin = PopupNode(0, (527, 190, 1071, 715), closed=Counter({action_key(spot): 1}))
+    others = [PopupNode(i, (440, 460, 840, 540), closed=Counter({f"tap:{500 + 100 * i},500": 5 + i}))
+              for i in range(1, 4)]
+    new = PopupNode(4, box)
+    assert next_try([kin, *others, new], new, Counter(), lambda: None) == spot
