@@ -1,12 +1,14 @@
 """The explore loop: play a game through screenshots, taps, swipes, the back key and app restarts only, within a
 budget of actions and time, learning its pages, links, popups and loading screens (engine.explore.atlas).
 
-Each turn stands somewhere and picks one action: on a popup, the next way to dismiss it (the back key, a tap on a
-region inside its box, a tap outside it, then a grid of taps over its box); on a page, the next action never tried there (taps on tappable regions and
-on the holes in bars of them, the back key, four swipes), else one taken once to confirm where it leads, else the
-first hop of the shortest known route to a page with work left; with nowhere to go, the app is restarted. Every
-action and the frame it settled on is recorded before it is learnt from, so a recording replays into the same atlas
-(``--resume``).
+Each turn stands somewhere and picks one action: on a popup, the next way to close it (engine.explore.dismiss: what
+closed it or popups like it, the back key, the regions inside its box, a tap outside it, then a grid of taps over its
+box); on a page, the next action never tried there (taps on tappable regions and on the holes in bars of them, the
+back key, four swipes; on a screen never seen, what closed a known popup it shows comes first, and the back key first
+on a detour: a new screen where the same action led to a known page before), else one taken once to confirm where it
+leads, else the first hop of the shortest known route to a page with work left; with nowhere to go, the app is
+restarted. Every action and the frame it settled on is recorded before it is learnt from, so a recording replays
+into the same atlas (``--resume``).
 """
 
 from __future__ import annotations
