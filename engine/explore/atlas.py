@@ -226,6 +226,8 @@ class Atlas:
         else:
             page = self._page_for(sk, kind, page_id, frame_path)
             now = Here("loading" if page.loading else "page", page.id)
+            if kind == "new":
+                self._fold_over(page.id, skip=prev.page if prev.kind == "page" else None)
         kind_of = action.get("type")
         if now.kind == "page" and (self.start is None or kind_of == "restart" and not self._start_by_restart):
             # Where the game starts: the first page after a restart, else the first page seen.
@@ -322,6 +324,15 @@ class Atlas:
                 if counter[("page", page_id)] <= 0:
                     del counter[("page", page_id)]
                 counter[("page", now)] += 1
+
+    def _fold_over(self, new: int, skip: int | None) -> None:
+        """Pages seen before under a popup over page `new`, first seen now, become that popup (what led to them led
+        to `new`: a route through them is a route to it). The page just left is folded by the action that left it."""
+        for page in self.pages:
+            if page.id not in (new, skip, self.start) and not page.loading and page.folded is None:
+                found = self.under_popup(page.id, new)
+                if found is not None:
+                    self.fold(page.id, new, found)
 
     def under_popup(self, page_id: int, under: int) -> Cover | None:
         """How page `page_id` is page `under` under a popup (a changed box over it dimmed), or None: their first

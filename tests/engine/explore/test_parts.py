@@ -449,3 +449,27 @@ def test_what_closed_a_popup_with_a_like_box_comes_before_what_closed_many_other
               for i in range(1, 4)]
     new = PopupNode(4, box)
     assert next_try([kin, *others, new], new, Counter(), lambda: None) == spot
+
+
+def test_a_page_seen_only_under_a_popup_is_folded_when_the_page_under_it_is_first_seen_by_another_way():
+    """Under chaos a popup may cover a page on its first showing and no try closes it; when that page is reached
+    later by another way, the screen seen first becomes a popup over it at once: the tap that led there leads to the
+    page (a route to it), instead of to a page of its own nobody can get back to."""
+    from engine.explore.atlas import Atlas
+
+    game = SimGame(load_graph(GOOD).resolve(None))
+    frames = {}
+    for page in ("page_main", "page_shop"):
+        game.goto(page)
+        frames[page] = sketch(game.frame())
+    game.show_popup("popup_reward")
+    frames["page_shop+reward"] = sketch(game.frame())
+    atlas = Atlas()
+    tap, back = {"type": "tap", "point": [60, 600]}, {"type": "key", "key": "back"}
+    main = atlas.absorb({"type": "screenshot"}, frames["page_main"]).page
+    covered = atlas.absorb(tap, frames["page_shop+reward"]).page  # the page under it never seen: a page for now
+    atlas.absorb(back, frames["page_main"])
+    atlas.absorb({"type": "tap", "point": [60, 40]}, frames["page_shop"])  # another way to the page under it
+    shop = atlas.here.page
+    assert atlas.pages[covered].folded is not None and covered not in [p.id for p in atlas.live_pages()]
+    assert atlas.outcome(main, action_key(tap)) == ("page", shop)
