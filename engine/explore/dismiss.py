@@ -21,7 +21,7 @@ import numpy as np
 
 from engine.explore import regions
 from engine.explore.atlas import SAME_BOX, PopupNode, action_key, box_match, key_action
-from engine.explore.regions import box_grid, inside
+from engine.explore.regions import Area, box_grid, inside
 
 SHOWING_TRIES = 10
 """Actions of the search on one showing of a popup whose dismissal is not known yet before the app is restarted."""
@@ -37,16 +37,19 @@ VISIBLE_FAILS = 2
 """Tries of a visible option (the back key, a region) on a family that left it open before it is left out."""
 
 
-def options(popup: PopupNode, frame: np.ndarray | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The back key, a tap on each region inside the popup's box and one outside it; and the grid over the box."""
+def options(popup: PopupNode, frame: np.ndarray | None, box: Area | None = None
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The back key, a tap on each region inside the popup's `box` (its own panel where known, else the box a cover
+    found) and one outside it; and the grid over the box."""
+    box = box or popup.box
     visible: list[dict[str, Any]] = [{"type": "key", "key": "back"}]
     if frame is None:
         return visible, []
     w, h = frame.shape[1], frame.shape[0]
-    for area in regions.within_box(frame, popup.box, limit=6):
+    for area in regions.within_box(frame, box, limit=6):
         visible.append({"type": "tap", "point": list(regions.centre(area)), "area": list(area)})
-    visible.append({"type": "tap", "point": list(regions.outside(popup.box, (w, h)))})
-    return visible, box_grid(popup.box, (w, h), visible)
+    visible.append({"type": "tap", "point": list(regions.outside(box, (w, h)))})
+    return visible, box_grid(box, (w, h), visible)
 
 
 def spot_failures(family: list[PopupNode], option: dict[str, Any]) -> int:
@@ -66,13 +69,14 @@ def spot_failures(family: list[PopupNode], option: dict[str, Any]) -> int:
     return count
 
 
-def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter,
-             frame: Callable[[], np.ndarray | None]) -> dict[str, Any] | None:
-    """The next action on `popup`, given this showing's `tries` (action key -> count) and its latest frame; None when
-    the showing's budget is spent (restart)."""
+def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter, frame: Callable[[], np.ndarray | None],
+             box_of: Callable[[PopupNode], Area] = lambda p: p.box) -> dict[str, Any] | None:
+    """The next action on `popup`, given this showing's `tries` (action key -> count), its latest frame and each
+    popup's own panel (`box_of`, else the box a cover found); None when the showing's budget is spent (restart)."""
     if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES:
         return dict(popup.dismiss)
-    family = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX]
+    own = box_of(popup)
+    family = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX or box_match(box_of(p), own) >= SAME_BOX]
     closing: Counter = Counter()
     kin: Counter = Counter()
     for other in popups:
@@ -88,7 +92,7 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter,
     searched = sum(n for k, n in tries.items() if k not in closing)
     if searched >= (FAILED_TRIES if failed else SHOWING_TRIES):
         return None
-    visible, grid = options(popup, frame())
+    visible, grid = options(popup, frame(), own)
     for option in visible:  # again on each showing (a fault may have hidden that it worked), up to a point
         if tries[action_key(option)] == 0 and spot_failures(family, option) < VISIBLE_FAILS:
             return option
@@ -107,7 +111,7 @@ PANEL_MIN = 24
 PANEL_ALIKE = 14.0
 """Mean grey-level difference under which a frame shows a popup's panel where it was."""
 
-Panel = tuple[tuple[int, int, int, int], np.ndarray]
+Panel = tuple[Area, np.ndarray]
 
 
 def panel(shown: np.ndarray, under: np.ndarray, box: tuple[int, int, int, int]) -> Panel | None:
@@ -145,23 +149,32 @@ def shows(frame: np.ndarray, known: Panel) -> bool:
 
 
 class Panels:
-    """Each popup's own panel, looked for once (from its first frame and the page under it), to tell a known popup
-    over a page never seen, which no cover can; `read` gives a recorded frame by its path."""
+    """Each popup's own panel, looked for once (from its first frame and the page under it): a tighter box than a
+    cover's (whole sketch cells), one that is the same whatever page the popup shows over, and a way to tell a known
+    popup over a page never seen, which no cover can. `read` gives a recorded frame by its path."""
 
     def __init__(self, read: Callable[[str], np.ndarray | None]) -> None:
         self.read = read
         self.found: dict[int, Panel | None] = {}
 
+    def of(self, popup: PopupNode, pages: list[Any]) -> Panel | None:
+        if popup.id not in self.found:
+            under = pages[min(popup.over)] if popup.over else None
+            shown = self.read(popup.members[0]) if popup.members else None
+            clean = self.read(under.members[0]) if under is not None and under.members else None
+            self.found[popup.id] = None if shown is None or clean is None else panel(shown, clean, popup.box)
+        return self.found[popup.id]
+
+    def box(self, popup: PopupNode, pages: list[Any]) -> Area:
+        """The popup's own panel where it was found, else the box a cover found."""
+        known = self.of(popup, pages)
+        return known[0] if known is not None else popup.box
+
     def showing(self, popups: list[PopupNode], pages: list[Any], frame: np.ndarray) -> PopupNode | None:
         """A popup with a known way out whose panel `frame` shows where it was, else None."""
         for popup in popups:
-            if not popup.closed or not popup.members or not popup.over:
-                continue
-            if popup.id not in self.found:
-                under = pages[min(popup.over)]
-                shown, clean = self.read(popup.members[0]), self.read(under.members[0]) if under.members else None
-                self.found[popup.id] = None if shown is None or clean is None else panel(shown, clean, popup.box)
-            known = self.found[popup.id]
-            if known is not None and shows(frame, known):
-                return popup
+            if popup.closed:
+                known = self.of(popup, pages)
+                if known is not None and shows(frame, known):
+                    return popup
         return None

@@ -419,7 +419,8 @@ class Explorer:
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
         """The next way to close the popup shown now (engine.explore.dismiss), else a restart."""
         popup = self.atlas.popups[here.popup]
-        action = dismiss.next_try(self.atlas.popups, popup, self._popup_tries, lambda: self._popup_frame(popup))
+        action = dismiss.next_try(self.atlas.popups, popup, self._popup_tries, lambda: self._popup_frame(popup),
+                                  lambda p: self._panels.box(p, self.atlas.pages))
         if action is not None:
             return action
         popup.failures += 1
@@ -430,4 +431,4 @@ class Explorer:
         return self.recording.read(popup.members[-1]) if popup.members else None
 
     def _dismiss_options(self, popup: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        return dismiss.options(popup, self._popup_frame(popup))
+        return dismiss.options(popup, self._popup_frame(popup), self._panels.box(popup, self.atlas.pages))

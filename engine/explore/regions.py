@@ -241,19 +241,29 @@ def grid_actions(size: tuple[int, int], taken: list[dict[str, Any]], level: int)
 
 def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[dict[str, Any]]
              ) -> list[dict[str, Any]]:
-    """Taps over a popup's box on a grid of half sketch cells, coarse to fine (every fourth point of each row and
-    column first, then every second, then the rest: a big target is hit early wherever it is), each level from the
-    bottom right (a dialog's buttons sit low, its close cross in a top corner), leaving out points a tried region
-    covers."""
+    """Taps over a popup's box: first its corners a step in (a dialog's close cross sits in a top corner, a back
+    arrow top left, "continue" low on the right), then a grid of half sketch cells, coarse to fine (every fourth
+    point of each row and column first, then every second, then the rest: a big target is hit early wherever it is),
+    each level from the bottom right (a dialog's buttons sit low); points a tried region covers are left out."""
     step = max(4, cell_size(size) // 2)
     areas = [a["area"] for a in taken if a.get("area")]
+
+    def free(x: int, y: int) -> bool:
+        return not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas)
+
+    x1, y1, x2, y2 = box
+    corners: list[tuple[int, int]] = []
+    for x, y in ((x2 - step, y1 + step), (x2 - step, y2 - step), (x1 + step, y1 + step), (x1 + step, y2 - step)):
+        if x1 < x < x2 and y1 < y < y2 and free(x, y) and (x, y) not in corners:
+            corners.append((x, y))
     points = []
-    for i, y in enumerate(range(box[3] - step // 2, box[1], -step)):
-        for j, x in enumerate(range(box[2] - step // 2, box[0], -step)):
-            if not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas):
+    for i, y in enumerate(range(y2 - step // 2, y1, -step)):
+        for j, x in enumerate(range(x2 - step // 2, x1, -step)):
+            if free(x, y) and not any(abs(x - cx) < step // 2 and abs(y - cy) < step // 2 for cx, cy in corners):
                 level = 0 if i % 4 == 0 and j % 4 == 0 else 1 if i % 2 == 0 and j % 2 == 0 else 2
                 points.append((level, i, j, x, y))
-    return [{"type": "tap", "point": [x, y], "grid": True} for *_, x, y in sorted(points)]
+    return [{"type": "tap", "point": [x, y], "grid": True} for x, y in corners] + \
+        [{"type": "tap", "point": [x, y], "grid": True} for *_, x, y in sorted(points)]
 
 
 def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:

@@ -163,7 +163,9 @@ def test_a_page_seen_first_under_a_popup_is_folded_as_soon_as_a_tap_on_it_leads_
     assert (again.kind, again.page) == ("popup", under.page)
 
 
-def test_a_popup_box_grid_goes_coarse_to_fine_from_low_on_the_right_and_leaves_out_tried_regions():
+def test_a_popup_box_grid_tries_its_corners_then_goes_coarse_to_fine_from_low_on_the_right():
+    """A dialog's close cross sits in a top corner, a back arrow top left, "continue" low on the right: the four
+    corners a step in come first, then a grid coarse to fine; tried regions are left out."""
     from engine.explore.regions import box_grid
 
     box = (400, 200, 880, 520)
@@ -171,8 +173,11 @@ def test_a_popup_box_grid_goes_coarse_to_fine_from_low_on_the_right_and_leaves_o
     points = [tuple(a["point"]) for a in box_grid(box, (1280, 720), tried)]
     assert all(400 < x < 880 and 200 < y < 520 for x, y in points)
     assert not any(800 <= x < 880 and 440 <= y < 520 for x, y in points)
-    assert points[0][1] == max(y for _, y in points) and len(points) == len(set(points)) >= 40
-    coarse = points[:5]  # the first level (six points, one left out): four half cells apart, spread over the whole box
+    assert len(points) == len(set(points)) >= 40
+    assert points[:3] == [(840, 240), (440, 240), (440, 480)]  # the bottom right one is a tried region's
+    rest = points[3:]
+    assert rest[0][1] == max(y for _, y in rest)
+    coarse = rest[:5]  # the first level: four half cells apart, spread over the whole box
     assert min(abs(a[0] - b[0]) + abs(a[1] - b[1]) for i, a in enumerate(coarse) for b in coarse[i + 1:]) >= 160
     assert max(y for _, y in coarse) - min(y for _, y in coarse) >= 160
 
@@ -473,3 +478,33 @@ def test_a_page_seen_only_under_a_popup_is_folded_when_the_page_under_it_is_firs
     shop = atlas.here.page
     assert atlas.pages[covered].folded is not None and covered not in [p.id for p in atlas.live_pages()]
     assert atlas.outcome(main, action_key(tap)) == ("page", shop)
+
+
+def test_a_dialog_over_two_pages_is_one_family_searched_over_its_own_panel():
+    """A cover's box is whole sketch cells and takes in some of the page under it, so one dialog over two pages may
+    get boxes too unlike to be one family; its own panel (where its frame differs from the dimmed page under it) is
+    the same over any page: the search is over the panel, and what failed over one page is not tried again over the
+    other."""
+    from engine.explore.atlas import PageNode, PopupNode
+    from engine.explore.dismiss import Panels, next_try, options
+
+    game = SimGame(load_graph(GOOD).resolve(None))
+    frames = {}
+    for page in ("page_main", "page_shop"):
+        game.goto(page)
+        frames[page] = game.frame()
+        game.show_popup("popup_reward")
+        frames[page + "+reward"] = game.frame()
+    pages = [PageNode(0, members=["page_main"]), PageNode(1, members=["page_shop"])]
+    one = PopupNode(0, (400, 400, 880, 720), over={0}, members=["page_main+reward"])
+    two = PopupNode(1, (160, 320, 960, 720), over={1}, members=["page_shop+reward"])
+    panels = Panels(frames.get)
+    rect = panels.box(one, pages)
+    assert rect == panels.box(two, pages) and rect[2] - rect[0] < 400 and rect[3] - rect[1] < 200
+    visible, grid = options(one, frames["page_main+reward"], rect)
+    assert all(rect[0] <= a["point"][0] < rect[2] and rect[1] <= a["point"][1] < rect[3] for a in visible[1:-1] + grid)
+    for option in visible:  # each failed twice over the first page
+        one.tried[action_key(option)] += 2
+    shown = lambda: frames["page_shop+reward"]  # noqa: E731
+    assert next_try([one, two], two, Counter(), shown) == visible[0]  # by their boxes: strangers, back key again
+    assert next_try([one, two], two, Counter(), shown, lambda p: panels.box(p, pages)) != visible[0]
