@@ -260,7 +260,9 @@ class Atlas:
         elif prev.kind == "popup":
             popup = self.popups[prev.popup]
             popup.tried[action_key(action)] += 1
-            if now.kind == "page" and now.page in popup.over:
+            # Closed: the page under it shows, or another popup over that page (a chain: under chaos three in ten)
+            if now.kind == "page" and now.page in popup.over or \
+                    now.kind == "popup" and now.popup != prev.popup and now.page == prev.page:
                 popup.closed[action_key(action)] += 1
                 if popup.dismiss is None:
                     popup.dismiss = dict(action)

@@ -508,3 +508,20 @@ def test_a_dialog_over_two_pages_is_one_family_searched_over_its_own_panel():
     shown = lambda: frames["page_shop+reward"]  # noqa: E731
     assert next_try([one, two], two, Counter(), shown) == visible[0]  # by their boxes: strangers, back key again
     assert next_try([one, two], two, Counter(), shown, lambda p: panels.box(p, pages)) != visible[0]
+
+
+def test_a_tap_that_closed_a_popup_into_the_next_of_a_chain_closed_it(screens):
+    """Under chaos three popups in ten are followed at once by another over the same page: the tap that closed the
+    first is its dismissal though the page under it never showed in between."""
+    from engine.explore.atlas import Atlas
+
+    atlas = Atlas()
+    closer = {"type": "tap", "point": [640, 520]}
+    atlas.absorb({"type": "screenshot"}, sketch(screens["page_main"]))
+    first = atlas.absorb({"type": "tap", "point": [60, 600]}, sketch(screens["reward"]))
+    second = atlas.absorb(closer, sketch(screens["popup"]))
+    assert (first.kind, second.kind) == ("popup", "popup") and first.popup != second.popup
+    assert atlas.popups[first.popup].closed == Counter([action_key(closer)])
+    assert atlas.popups[first.popup].dismiss == closer
+    atlas.absorb({"type": "tap", "point": [5, 5]}, sketch(screens["popup"]))  # a tap that changed nothing
+    assert not atlas.popups[second.popup].closed
