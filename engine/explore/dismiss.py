@@ -1,14 +1,14 @@
 """How to close a popup: the next try on the popup shown now (engine.explore.explorer.Explorer._dismiss).
 
 In order: its own dismissal; what else closed it, then popups with a like box, then any popup, when it lies inside
-this one's box (games reuse a dialog's layout; two dialogs that look one may take different buttons); the back key, the regions inside its box
-and a tap outside it; then a grid of taps over its box. Popups with a like box are one family: a grid point that
-failed on one is not tried again on the next showing, so the search goes on where it left off (a dialog closed by a
-spot nothing marks), and a visible option that failed VISIBLE_FAILS times on the family is left out (a dropped tap
-hides one failure, seldom two). A showing gets CLOSER_TRIES tries of known closers and SHOWING_TRIES of its own
-search (FAILED_TRIES once its family failed FAMILY_FAILURES showings), then the caller restarts the app: every
-action spent on a popup is one not spent finding pages, and a search starved by the closers tried first would never
-find the spot.
+this one's box (games reuse a dialog's layout; two dialogs that look one may take different buttons); the back key,
+the regions inside its box and a tap outside it; then a grid of taps over its box. Popups with a like box are one
+family: a grid point that failed on one is not tried again on the next showing, so the search goes on where it left
+off (a dialog closed by a spot nothing marks), and a visible option that failed VISIBLE_FAILS times on the family is
+left out (a dropped tap hides one failure, seldom two) until the grid is spent (a lookalike may take it). A showing
+gets CLOSER_TRIES tries of known closers and SHOWING_TRIES of its own search (FAILED_TRIES once its family failed
+FAMILY_FAILURES showings), then the caller restarts the app: every action spent on a popup is one not spent finding
+pages, and a search starved by the closers tried first would never find the spot.
 """
 
 from __future__ import annotations
@@ -99,6 +99,9 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter, frame: C
     for point in grid:
         if not any(p.tried[action_key(point)] for p in family):
             return point
+    for option in visible:  # the search is spent: what failed on the family may work on this one (a lookalike)
+        if tries[action_key(option)] == 0:
+            return option
     return None
 
 

@@ -483,7 +483,7 @@ def test_a_page_seen_only_under_a_popup_is_folded_when_the_page_under_it_is_firs
 def test_a_dialog_over_two_pages_is_one_family_searched_over_its_own_panel():
     """A cover's box is whole sketch cells and takes in some of the page under it, so one dialog over two pages may
     get boxes too unlike to be one family; its own panel (where its frame differs from the dimmed page under it) is
-    the same over any page: the search is over the panel, and what failed over one page is not tried again over the
+    the same over any page: the search is over the panel, and what closed it over one page comes first over the
     other."""
     from engine.explore.atlas import PageNode, PopupNode
     from engine.explore.dismiss import Panels, next_try, options
@@ -503,11 +503,12 @@ def test_a_dialog_over_two_pages_is_one_family_searched_over_its_own_panel():
     assert rect == panels.box(two, pages) and rect[2] - rect[0] < 400 and rect[3] - rect[1] < 200
     visible, grid = options(one, frames["page_main+reward"], rect)
     assert all(rect[0] <= a["point"][0] < rect[2] and rect[1] <= a["point"][1] < rect[3] for a in visible[1:-1] + grid)
-    for option in visible:  # each failed twice over the first page
-        one.tried[action_key(option)] += 2
+    spot = {"type": "tap", "point": visible[1]["point"]}  # what closed it over the first page
+    one.closed[action_key(spot)] += 1
+    stranger = PopupNode(2, (0, 0, 1280, 720), closed=Counter({"tap:600,500": 5}))  # another dialog's, more often
     shown = lambda: frames["page_shop+reward"]  # noqa: E731
-    assert next_try([one, two], two, Counter(), shown) == visible[0]  # by their boxes: strangers, back key again
-    assert next_try([one, two], two, Counter(), shown, lambda p: panels.box(p, pages)) != visible[0]
+    assert next_try([one, two, stranger], two, Counter(), shown) == {"type": "tap", "point": [600, 500]}
+    assert next_try([one, two, stranger], two, Counter(), shown, lambda p: panels.box(p, pages)) == spot
 
 
 def test_a_tap_that_closed_a_popup_into_the_next_of_a_chain_closed_it(screens):
@@ -525,3 +526,28 @@ def test_a_tap_that_closed_a_popup_into_the_next_of_a_chain_closed_it(screens):
     assert atlas.popups[first.popup].dismiss == closer
     atlas.absorb({"type": "tap", "point": [5, 5]}, sketch(screens["popup"]))  # a tap that changed nothing
     assert not atlas.popups[second.popup].closed
+
+
+def test_once_the_grid_is_spent_what_failed_on_a_lookalike_is_tried_again():
+    """Two dialogs that look one ("Confirm" closes one, "Cancel" the other) share a family: "Cancel" failed on the
+    first so often that it is left out, and the small dialog's grid is soon spent; then the visible options come back
+    before a restart, or the second dialog could never be closed."""
+    from engine.explore.atlas import PopupNode
+    from engine.explore.dismiss import next_try, options
+
+    h, w = 720, 1280
+    frame = np.full((h, w, 3), 30, np.uint8)
+    frame[470:540, 440:840] = (200, 200, 200)
+    frame[490:515, 470:550] = (90, 90, 90)  # Cancel
+    frame[490:515, 725:810] = (220, 120, 40)  # Confirm
+    box = (440, 470, 840, 540)
+    first, second = PopupNode(0, box, members=["f"]), PopupNode(1, box, members=["f"])
+    visible, grid = options(first, frame)
+    for action in visible + grid:
+        first.tried[action_key(action)] += 2
+    tries: Counter = Counter()
+    answers = []
+    while (action := next_try([first, second], second, tries, lambda: frame)) is not None and len(answers) < 20:
+        answers.append(action)
+        tries[action_key(action)] += 1
+    assert [action_key(a) for a in answers] == [action_key(a) for a in visible][:len(answers)] and answers
