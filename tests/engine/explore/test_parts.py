@@ -35,6 +35,18 @@ def screens():
     return out
 
 
+def drawn(*pages: str):
+    """The demo game drawing `pages`, each alone and under its reward popup ("<page>+reward")."""
+    game = SimGame(load_graph(GOOD).resolve(None))
+    frames = {}
+    for page in pages:
+        game.goto(page)
+        frames[page] = game.frame()
+        game.show_popup("popup_reward")
+        frames[page + "+reward"] = game.frame()
+    return game, frames
+
+
 def test_a_changed_counter_is_the_same_page_another_page_is_not(screens):
     main = screens["page_main"]
     counter = main.copy()
@@ -210,24 +222,18 @@ def test_a_tap_that_led_to_a_page_under_a_popup_led_to_that_page():
     from engine.explore.atlas import Atlas
     from engine.explore.drafting import transient_pages
 
-    game = SimGame(load_graph(GOOD).resolve(None))
-    frames = {}
-    for page in ("page_shop", "page_main"):
-        game.goto(page)
-        frames[page] = sketch(game.frame())
-    game.show_popup("popup_reward")
-    frames["reward"] = sketch(game.frame())
+    frames = {name: sketch(frame) for name, frame in drawn("page_shop", "page_main")[1].items()}
     atlas = Atlas()
     tap, back, other = ({"type": "tap", "point": [60, 40]}, {"type": "key", "key": "back"},
                         {"type": "tap", "point": [900, 600]})
     shop = atlas.absorb({"type": "screenshot"}, frames["page_shop"]).page
     main = atlas.absorb(tap, frames["page_main"]).page
     atlas.absorb(back, frames["page_shop"])
-    assert atlas.absorb(tap, frames["reward"]).kind == "popup"
+    assert atlas.absorb(tap, frames["page_main+reward"]).kind == "popup"
     assert atlas.pages[shop].results["tap:60,40"] == {("page", main): 2}
     assert main not in transient_pages(atlas)
     atlas.absorb({"type": "key", "key": "back"}, frames["page_main"])
-    atlas.absorb(other, frames["reward"])  # a tap on the page that opened a popup over it
+    atlas.absorb(other, frames["page_main+reward"])  # a tap on the page that opened a popup over it
     assert atlas.outcome(main, "tap:900,600") == ("same",)
 
 
@@ -407,13 +413,7 @@ def test_a_known_popup_over_a_page_never_seen_is_closed_first_with_what_closed_i
     from engine.explore.atlas import Atlas
     from engine.explore.explorer import Explorer
 
-    game = SimGame(load_graph(GOOD).resolve(None))
-    frames = {}
-    for page in ("page_main", "page_shop"):
-        game.goto(page)
-        frames[page] = game.frame()
-        game.show_popup("popup_reward")
-        frames[page + "+reward"] = game.frame()
+    game, frames = drawn("page_main", "page_shop")
     class Frames:
         def read(self, rel):
             return frames[rel]
@@ -462,13 +462,7 @@ def test_a_page_seen_only_under_a_popup_is_folded_when_the_page_under_it_is_firs
     page (a route to it), instead of to a page of its own nobody can get back to."""
     from engine.explore.atlas import Atlas
 
-    game = SimGame(load_graph(GOOD).resolve(None))
-    frames = {}
-    for page in ("page_main", "page_shop"):
-        game.goto(page)
-        frames[page] = sketch(game.frame())
-    game.show_popup("popup_reward")
-    frames["page_shop+reward"] = sketch(game.frame())
+    frames = {name: sketch(frame) for name, frame in drawn("page_main", "page_shop")[1].items()}
     atlas = Atlas()
     tap, back = {"type": "tap", "point": [60, 600]}, {"type": "key", "key": "back"}
     main = atlas.absorb({"type": "screenshot"}, frames["page_main"]).page
@@ -488,13 +482,7 @@ def test_a_dialog_over_two_pages_is_one_family_searched_over_its_own_panel():
     from engine.explore.atlas import PageNode, PopupNode
     from engine.explore.dismiss import Panels, next_try, options
 
-    game = SimGame(load_graph(GOOD).resolve(None))
-    frames = {}
-    for page in ("page_main", "page_shop"):
-        game.goto(page)
-        frames[page] = game.frame()
-        game.show_popup("popup_reward")
-        frames[page + "+reward"] = game.frame()
+    _, frames = drawn("page_main", "page_shop")
     pages = [PageNode(0, members=["page_main"]), PageNode(1, members=["page_shop"])]
     one = PopupNode(0, (400, 400, 880, 720), over={0}, members=["page_main+reward"])
     two = PopupNode(1, (160, 320, 960, 720), over={1}, members=["page_shop+reward"])
