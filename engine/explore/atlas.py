@@ -27,6 +27,9 @@ COVER_SKETCHES = 3
 SAME_BOX = 0.6
 """Overlap (intersection over union) of two popups' boxes from which they may be one dialog."""
 POPUP_LIKE = 0.8
+# Taps the game drops: a link known to lead to another page that, taken again, left the screen as it was. Seen this
+# often (and at least twice), an action that did nothing once may have been dropped too, and is worth a second try.
+DROPS_SEEN = 0.03
 """Share of a popup's box cells alike from which a screen shows a popup already known (Atlas._popup_for)."""
 
 
@@ -118,6 +121,12 @@ class Here:
 NOWHERE = Here("none")
 
 
+def best_of(outcomes: Counter) -> tuple:
+    """The most frequent outcome; on a tie, one that led somewhere (a dropped tap leaves the screen as it was, so
+    "the same" once and another page once is a link)."""
+    return max(outcomes.items(), key=lambda item: (item[1], item[0] != ("same",)))[0]
+
+
 def box_match(a: Area, b: Area) -> float:
     """Intersection over union of two boxes."""
     ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
@@ -147,6 +156,9 @@ class Atlas:
         """Looks in a row at one loading screen that stayed."""
         self.changes = 0
         """How often something new was learnt (a page, a popup, a link outcome not seen before)."""
+        self.link_retries = 0
+        self.link_stays = 0
+        """Links taken again, and how often the screen stayed as it was instead (a dropped tap)."""
 
     # ------------------------------------------------------------------ classifying a frame
 
@@ -248,6 +260,9 @@ class Atlas:
             seen = node.results.setdefault(key, Counter())
             if outcome not in seen:
                 self.changes += 1
+            if seen and best_of(seen)[0] == "page" and best_of(seen)[1] != prev.page:
+                self.link_retries += 1
+                self.link_stays += outcome == ("same",)
             seen[outcome] += 1
             if now.kind == "popup":
                 self.popups[now.popup].opened_by.add((prev.page, key))
@@ -369,9 +384,11 @@ class Atlas:
     def outcome(self, page_id: int, key: str) -> tuple | None:
         """The most frequent outcome of `key` from page `page_id` (None if never tried)."""
         counter = self.pages[page_id].results.get(key)
-        if not counter:
-            return None
-        return counter.most_common(1)[0][0]
+        return best_of(counter) if counter else None
+
+    def drops_taps(self) -> bool:
+        """Whether the game was seen dropping taps (DROPS_SEEN)."""
+        return self.link_stays >= 2 and self.link_stays >= DROPS_SEEN * self.link_retries
 
     def links(self) -> list[tuple[int, dict[str, Any], int, int, int]]:
         """(from, action, to, seen, tried) for every action whose most frequent outcome is another page."""
@@ -380,14 +397,18 @@ class Atlas:
             if page.loading:
                 continue
             for key, counter in page.results.items():
-                best = counter.most_common(1)[0][0]
+                best = best_of(counter)
                 if best[0] == "page" and best[1] != page.id and not self.pages[best[1]].loading:
                     out.append((page.id, page.taken[key], best[1], counter[best], page.tried[key]))
         return out
 
+    def exits(self, page_id: int) -> set[int]:
+        """The other pages some action taken on the page led to."""
+        return {o[1] for c in self.pages[page_id].results.values() for o in c if o[0] == "page" and o[1] != page_id}
+
     def leaves(self, page_id: int) -> bool:
         """Whether some action taken on the page led to another page."""
-        return any(o[0] == "page" and o[1] != page_id for c in self.pages[page_id].results.values() for o in c)
+        return bool(self.exits(page_id))
 
     def live_pages(self) -> list[PageNode]:
         return [p for p in self.pages if not p.loading]

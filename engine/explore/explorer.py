@@ -267,7 +267,8 @@ class Explorer:
             page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
 
     def _work(self, page: PageNode) -> dict[str, Any] | None:
-        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet. A grid of
+        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet (a third try
+        when the second did otherwise), else, if the game drops taps, one that did nothing once. A grid of
         taps is tried on the start page when nothing visible led away from it (until one tap does), and, once no
         visible work is left anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
         exits = self.atlas.leaves(page.id)
@@ -283,8 +284,15 @@ class Explorer:
         for action in page.actions:
             key = action_key(action)
             best = self.atlas.outcome(page.id, key)
-            if best is not None and best[0] == "page" and best[1] != page.id and page.tried[key] == 1:
+            if best is not None and best[0] == "page" and best[1] != page.id and page.results[key][best] == 1 \
+                    and page.tried[key] <= 2:
                 return action
+        if self.atlas.drops_taps() and len(self.atlas.exits(page.id)) >= 2:
+            # The game drops taps: on a page with several ways out, what did nothing once gets a second try.
+            for action in page.actions:
+                key = action_key(action)
+                if not action.get("grid") and page.tried[key] == 1 and set(page.results[key]) == {("same",)}:
+                    return action
         return None
 
     def sweep_level(self, page: PageNode) -> int:
@@ -306,8 +314,7 @@ class Explorer:
                 break
         else:
             return False
-        exits = {p.id: len({o for c in p.results.values() for o in c if o[0] == "page" and o[1] != p.id})
-                 for p in candidates}
+        exits = {p.id: len(self.atlas.exits(p.id)) for p in candidates}
         self.sweep_round = level
         self.sweeping = max(candidates, key=lambda p: (exits[p.id], -p.id)).id
         self.progress(f"explore: no visible work left; tapping a grid on page {self.sweeping}")

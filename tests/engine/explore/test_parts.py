@@ -539,3 +539,36 @@ def test_once_the_grid_is_spent_what_failed_on_a_lookalike_is_tried_again():
         answers.append(action)
         tries[action_key(action)] += 1
     assert [action_key(a) for a in answers] == [action_key(a) for a in visible][:len(answers)] and answers
+
+
+def test_a_game_seen_dropping_taps_gets_a_second_try_of_what_did_nothing_once_on_a_hub():
+    """Under chaos one tap in ten is dropped: a hub's button that did nothing on its one try hid a whole subtree.
+    Once a known link is seen leaving the screen as it was, what did nothing once on a page with several ways out is
+    tried again; a game that never dropped a tap is not. "The same" once and another page once is a link."""
+    from engine.explore.explorer import Explorer
+
+    _, frames = drawn("page_main", "page_shop", "page_mail", "page_settings")
+    explorer = Explorer(device=None, folder="unused")
+    atlas = explorer.atlas
+    to_shop, to_mail, dud = ({"type": "tap", "point": [x, 40]} for x in (60, 160, 260))
+    back = {"type": "key", "key": "back"}
+
+    def act(action, page):
+        atlas.absorb(action, sketch(frames[page]), "f.png")
+        explorer._prepare(frames[page], None)
+        return atlas.pages[atlas.here.page]
+
+    main = act({"type": "screenshot"}, "page_main")
+    for _ in range(2):
+        act(to_shop, "page_shop"), act(back, "page_main"), act(to_mail, "page_mail"), act(back, "page_main")
+    act(dud, "page_main")
+    main.actions = [to_shop, to_mail, dud, back]
+    act(back, "page_main")  # the back key on the hub does nothing
+    assert not atlas.drops_taps() and explorer._work(main) is None
+
+    act(to_shop, "page_main"), act(to_shop, "page_main")  # a link leaves the screen as it was, twice: dropped taps
+    assert atlas.drops_taps() and atlas.outcome(main.id, action_key(to_shop))[0] == "page"
+    assert explorer._work(main) == dud
+    settings = act(dud, "page_settings")
+    assert atlas.outcome(main.id, action_key(dud)) == ("page", settings.id)
+    assert any(src == main.id and dst == settings.id for src, _, dst, _, _ in atlas.links())
