@@ -572,3 +572,32 @@ def test_a_game_seen_dropping_taps_gets_a_second_try_of_what_did_nothing_once_on
     settings = act(dud, "page_settings")
     assert atlas.outcome(main.id, action_key(dud)) == ("page", settings.id)
     assert any(src == main.id and dst == settings.id for src, _, dst, _, _ in atlas.links())
+
+
+def test_a_tap_whose_outcomes_never_repeat_is_tried_again_until_one_does():
+    """Under chaos the page a button leads to may show under a popup, a crash may show the title screen instead:
+    each try is a page of its own. The button on the hub led three ways in three tries and is tried a fourth time
+    (the clean page behind it held a whole subtree); one that led to the same page twice is not tried again."""
+    from engine.explore.explorer import CONFIRM_TRIES, Explorer
+
+    _, frames = drawn("page_main", "page_shop", "page_mail", "page_settings")
+    explorer = Explorer(device=None, folder="unused")
+    atlas = explorer.atlas
+    unclear, clear, back = {"type": "tap", "point": [60, 40]}, {"type": "tap", "point": [160, 40]}, \
+        {"type": "key", "key": "back"}
+
+    def act(action, page):
+        atlas.absorb(action, sketch(frames[page]), "f.png")
+        explorer._prepare(frames[page], None)
+        return atlas.pages[atlas.here.page]
+
+    main = act({"type": "screenshot"}, "page_main")
+    main.actions = [unclear, clear, back]
+    act(back, "page_main")  # the back key does nothing on the hub
+    act(clear, "page_mail"), act(back, "page_main"), act(clear, "page_mail"), act(back, "page_main")
+    for page in ("page_shop+reward", "page_mail+reward", "page_settings")[:CONFIRM_TRIES - 1]:
+        assert explorer._work(main) == unclear
+        act(unclear, page), act(back, "page_main")
+    assert explorer._work(main) == unclear and main.tried[action_key(unclear)] == CONFIRM_TRIES - 1
+    act(unclear, "page_shop"), act(back, "page_main")
+    assert explorer._work(main) is None and main.tried[action_key(clear)] == 2
