@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 RESTARTS_IN_A_ROW = 3
 """Restarts without learning anything in between before the explorer gives up early."""
 CONFIRM_TRIES = 4
-"""Tries of an action that led to another page, until one outcome shows twice: a popup over the page it led to, a
-crash or a dropped tap each make an outcome of their own (under chaos, three tries in ten)."""
+"""Tries of an action that led to another page, until it leads to one page twice: a popup over the page it led to,
+a crash or a dropped tap each make an outcome of their own (under chaos, about four tries in ten)."""
 
 
 @dataclass
@@ -270,8 +270,8 @@ class Explorer:
             page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
 
     def _work(self, page: PageNode) -> dict[str, Any] | None:
-        """An action never tried on `page`, else one that led elsewhere once and was not confirmed yet (tried again
-        until an outcome shows twice, CONFIRM_TRIES), else, if the game drops taps, one that did nothing once. A
+        """An action never tried on `page`, else one that led elsewhere but never twice to the same page (tried
+        again up to CONFIRM_TRIES times), else, if the game drops taps, one that did nothing once. A
         grid of taps is tried on the start page when nothing visible led away from it (until one tap does), and, once no
         visible work is left anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
         exits = self.atlas.leaves(page.id)
@@ -286,9 +286,8 @@ class Explorer:
             return self._work(page)
         for action in page.actions:
             key = action_key(action)
-            best = self.atlas.outcome(page.id, key)
-            if best is not None and best[0] == "page" and best[1] != page.id and page.results[key][best] == 1 \
-                    and page.tried[key] < CONFIRM_TRIES:
+            moves = [n for o, n in page.results.get(key, {}).items() if o[0] == "page" and o[1] != page.id]
+            if moves and max(moves) == 1 and page.tried[key] < CONFIRM_TRIES:
                 return action
         if self.atlas.drops_taps() and len(self.atlas.exits(page.id)) >= 2:
             # The game drops taps: on a page with several ways out, what did nothing once gets a second try.

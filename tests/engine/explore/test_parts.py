@@ -601,3 +601,28 @@ def test_a_tap_whose_outcomes_never_repeat_is_tried_again_until_one_does():
     assert explorer._work(main) == unclear and main.tried[action_key(unclear)] == CONFIRM_TRIES - 1
     act(unclear, "page_shop"), act(back, "page_main")
     assert explorer._work(main) is None and main.tried[action_key(clear)] == 2
+
+
+def test_a_button_that_led_to_a_page_once_and_did_nothing_twice_is_tried_until_it_leads_there_again():
+    """Dropped taps again: a hub's button led to its page once, then two taps were dropped. It is tried a fourth
+    time, and once it led there twice, leading there is what it does (a tie with doing nothing goes to the page)."""
+    from engine.explore.explorer import Explorer
+
+    _, frames = drawn("page_main", "page_shop")
+    explorer = Explorer(device=None, folder="unused")
+    atlas = explorer.atlas
+    button, back = {"type": "tap", "point": [60, 40]}, {"type": "key", "key": "back"}
+
+    def act(action, page):
+        atlas.absorb(action, sketch(frames[page]), "f.png")
+        explorer._prepare(frames[page], None)
+        return atlas.pages[atlas.here.page]
+
+    main = act({"type": "screenshot"}, "page_main")
+    main.actions = [button, back]
+    act(back, "page_main")
+    shop = act(button, "page_shop")
+    act(back, "page_main"), act(button, "page_main"), act(button, "page_main")
+    assert atlas.outcome(main.id, action_key(button)) == ("same",) and explorer._work(main) == button
+    act(button, "page_shop")
+    assert atlas.outcome(main.id, action_key(button)) == ("page", shop.id)
