@@ -27,10 +27,14 @@ COVER_SKETCHES = 3
 SAME_BOX = 0.6
 """Overlap (intersection over union) of two popups' boxes from which they may be one dialog."""
 POPUP_LIKE = 0.8
-# Taps the game drops: a link known to lead to another page that, taken again, left the screen as it was. Seen this
-# often (and at least twice), an action that did nothing once may have been dropped too, and is worth a second try.
-DROPS_SEEN = 0.03
 """Share of a popup's box cells alike from which a screen shows a popup already known (Atlas._popup_for)."""
+DROPS_SEEN = 0.03
+"""Share of known links taken again that left the screen as it was (a dropped tap) from which, seen at least twice,
+an action that did nothing once may have been dropped too, and is worth a second try."""
+FROZEN_AFTER = 3
+"""Known links in a row that left the screen as it was, nothing changing in between: the game has stopped taking
+input (an idle screen only a small spot wakes, a dialog drawn too faintly to tell). Those tries are not held against
+the links, and the explorer restarts the game."""
 
 
 def action_key(action: dict[str, Any]) -> str:
@@ -159,6 +163,9 @@ class Atlas:
         self.link_retries = 0
         self.link_stays = 0
         """Links taken again, and how often the screen stayed as it was instead (a dropped tap)."""
+        self._stays_in_a_row: list[tuple[int, str]] = []
+        self.frozen = False
+        """FROZEN_AFTER links in a row left the screen as it was (cleared by a restart)."""
 
     # ------------------------------------------------------------------ classifying a frame
 
@@ -263,6 +270,8 @@ class Atlas:
             if seen and best_of(seen)[0] == "page" and best_of(seen)[1] != prev.page:
                 self.link_retries += 1
                 self.link_stays += outcome == ("same",)
+            if outcome == ("same",) and now == prev and any(o[0] == "page" and o[1] != prev.page for o in seen):
+                self._stays_in_a_row.append((prev.page, key))
             seen[outcome] += 1
             if now.kind == "popup":
                 self.popups[now.popup].opened_by.add((prev.page, key))
@@ -282,12 +291,27 @@ class Atlas:
                 if popup.dismiss is None:
                     popup.dismiss = dict(action)
                     self.changes += 1
+        if kind_of == "restart" or now != prev:
+            self._stays_in_a_row.clear()
+            self.frozen = self.frozen and kind_of != "restart"
+        elif len(self._stays_in_a_row) >= FROZEN_AFTER:
+            self._thaw()
         if now.kind == "page" and (prev.kind != "page" or prev.page != now.page):
             self.pages[now.page].visits += 1
             if transients:
                 self.pages[now.page].slow = True
         self.here = now
         return now
+
+    def _thaw(self) -> None:
+        """The game stopped taking input (FROZEN_AFTER): the stays seen since are taken back."""
+        for page_id, key in self._stays_in_a_row:
+            node = self.pages[page_id]
+            node.tried[key] -= 1
+            node.results[key][("same",)] -= 1
+            node.results[key] += Counter()  # drops the zero count
+        self._stays_in_a_row.clear()
+        self.frozen = True
 
     def loading_screen(self, sk: Sketch, frame_path: str | None) -> None:
         """A screen seen changing by itself: a loading screen (a new one, or a page now known to be one)."""

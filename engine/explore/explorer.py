@@ -248,6 +248,8 @@ class Explorer:
 
     def _choose(self) -> dict[str, Any] | None:
         here = self.atlas.here
+        if self.atlas.frozen and self.restart_app is not None:
+            return {"type": "restart"}  # the game stopped taking input (engine.explore.atlas.FROZEN_AFTER)
         if here.kind == "popup":
             return self._dismiss(here)
         if here.kind == "loading":

@@ -626,3 +626,35 @@ def test_a_button_that_led_to_a_page_once_and_did_nothing_twice_is_tried_until_i
     assert atlas.outcome(main.id, action_key(button)) == ("same",) and explorer._work(main) == button
     act(button, "page_shop")
     assert atlas.outcome(main.id, action_key(button)) == ("page", shop.id)
+
+
+def test_known_links_that_stay_three_times_in_a_row_are_a_frozen_game_restarted_and_not_held_against_them():
+    """An idle screen that only a small spot wakes (ALAS's IDLE, 9 x 16 px in a corner) looks like the page it
+    dims: every tap is swallowed. Known links that leave the screen as it was three times in a row, nothing changing
+    in between, mean the game stopped taking input: those tries are taken back and the game is restarted. Two such
+    stays with a change between are dropped taps, and count."""
+    from engine.explore.atlas import FROZEN_AFTER
+    from engine.explore.explorer import Explorer
+
+    _, frames = drawn("page_main", "page_shop", "page_mail")
+    explorer = Explorer(device=None, folder="unused", restart=lambda: None)
+    atlas = explorer.atlas
+    to_shop, to_mail, back = {"type": "tap", "point": [60, 40]}, {"type": "tap", "point": [160, 40]}, \
+        {"type": "key", "key": "back"}
+
+    def act(action, page):
+        atlas.absorb(action, sketch(frames[page]), "f.png")
+        return atlas.pages[atlas.here.page]
+
+    main = act({"type": "screenshot"}, "page_main")
+    for _ in range(2):
+        act(to_shop, "page_shop"), act(back, "page_main"), act(to_mail, "page_mail"), act(back, "page_main")
+    act(to_shop, "page_main"), act(to_mail, "page_main+reward"), act(back, "page_main")  # a change between
+    assert not atlas.frozen and main.results[action_key(to_shop)][("same",)] == 1
+    tried = main.tried.copy()
+    for action in [to_shop, to_mail, to_shop][:FROZEN_AFTER]:
+        act(action, "page_main")
+    assert atlas.frozen and explorer._choose() == {"type": "restart"}
+    assert main.tried == tried and main.results[action_key(to_mail)] == Counter({("page", 2): 2, ("same",): 1})
+    act({"type": "restart"}, "page_main")
+    assert not atlas.frozen
