@@ -53,9 +53,12 @@ def _read_serving_line(proc: subprocess.Popen, deadline: float) -> str:
 
 def test_serve_until_ctrl_c(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Ctrl-C as a terminal sends it: a suite started from a script's background job inherits SIGINT ignored (bash
+    # ignores it for `cmd &`), and Python then installs no KeyboardInterrupt handler in the child.
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine", "sim", "serve", "--graph", str(DEMO), "--port", "0", "--seed", "3"],
         stderr=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         line = _read_serving_line(proc, time.monotonic() + 30)
