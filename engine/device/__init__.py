@@ -8,15 +8,31 @@ version and ownership engine.device.adbserver, and a dropped link's repair engin
 
 from __future__ import annotations
 
+import importlib
 import logging
+from typing import TYPE_CHECKING
 
-from engine.config.policies import Policies
-from engine.device.adb import AdbDevice, adb_server_address, is_network_serial
-from engine.device.base import KEYCODES, Device, keycode
-from engine.device.faults import classify
-from engine.device.health import Health
+from engine.device.address import adb_server_address, is_network_serial
+
+if TYPE_CHECKING:
+    from engine.config.policies import Policies
+    from engine.device.adb import AdbDevice
+    from engine.device.base import KEYCODES, Device, keycode
+    from engine.device.faults import classify
+    from engine.device.health import Health
 
 log = logging.getLogger(__name__)
+
+_LAZY = {"AdbDevice": "engine.device.adb", "KEYCODES": "engine.device.base", "Device": "engine.device.base",
+         "keycode": "engine.device.base", "classify": "engine.device.faults", "Health": "engine.device.health"}
+"""Names loaded on first use: adbutils, numpy and the policies cost half a second, which a probe of the ADB server
+(engine.device.adbserver under ``health``) need not pay."""
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "KEYCODES",
@@ -50,6 +66,8 @@ def open_device(
         adb_host, adb_port: the ADB server (default: ANDROID_ADB_SERVER_HOST/PORT, else 127.0.0.1:5037).
         control: adb, maatouch, minitouch or auto (default: the tap policy's control); see engine.device.touch.
     """
+    from engine.device.adb import AdbDevice
+
     resolution = tuple(graph.resolution) if graph is not None else (1280, 720)
     return _touch_ready(AdbDevice(serial, resolution=resolution, host=adb_host, port=adb_port, policies=policies,
                                   sleep=sleep, control=control))

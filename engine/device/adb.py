@@ -14,7 +14,6 @@ the device opens, else the first touch) and health says which it took; an agent 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Callable
 
@@ -33,6 +32,7 @@ from engine.core.errors import (
     DeviceTimeout,
 )
 from engine.device import frames
+from engine.device.address import adb_server_address, is_network_serial
 from engine.device.base import keycode
 from engine.device.client import BoundedClient
 from engine.device.faults import classify
@@ -42,19 +42,6 @@ from engine.device.touch import CONTROLS, TouchAgent, choose
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
-
-
-def adb_server_address(host: str | None = None, port: int | None = None) -> tuple[str, int]:
-    """The ADB server address as adb itself finds it: arguments, then ANDROID_ADB_SERVER_HOST/PORT, then 5037."""
-    host = host or os.environ.get("ANDROID_ADB_SERVER_HOST") or "127.0.0.1"
-    port = port or int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
-    return host, int(port)
-
-
-def is_network_serial(serial: str) -> bool:
-    """A host:port serial (an emulator over TCP, such as MEmu's 127.0.0.1:21503) that `adb connect` can attach."""
-    host, sep, port = serial.rpartition(":")
-    return bool(sep and host and port.isdigit())
 
 
 class AdbDevice:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from engine.core.errors import AdbServerDown
 from engine.core.paths import agent_home
-from engine.device.adb import adb_server_address
+from engine.device.address import adb_server_address
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,9 @@ def binary_version(path: str | None) -> int | None:
 
 
 def probe_server(host: str, port: int, timeout: float = 1.0) -> tuple[str, int | None]:
-    """("none", None) nothing listens; ("adb", version) an ADB server answers host:version; ("other", None)
-    something else holds the port."""
+    """("none", None) nothing listens; ("adb", version) an ADB server answers host:version; ("silent", None)
+    something accepts but says nothing within `timeout` (a hung server); ("other", None) something else holds the
+    port."""
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError:
@@ -74,6 +75,8 @@ def probe_server(host: str, port: int, timeout: float = 1.0) -> tuple[str, int |
             if not chunk:
                 break
             reply += chunk
+    except socket.timeout:
+        return ("silent" if not reply else "other"), None
     except OSError:
         return "other", None
     finally:
@@ -167,7 +170,10 @@ def check(host: str | None = None, port: int | None = None, *, listening: bool |
     bin_version = binary_version(binary)
     address = f"{host}:{port}"
     problem = fix = None
-    if kind == "other":
+    if kind == "silent":
+        problem = f"something holds port {port} ({address}) but does not answer host:version (a hung ADB server?)"
+        fix = f"Restart the ADB server on port {port} (adb -P {port} kill-server, then start-server)"
+    elif kind == "other":
         problem = f"port {port} ({address}) is held by something that is not an ADB server"
         fix = (f"Stop the program holding port {port}, or use another port: ANDROID_ADB_SERVER_PORT=N (or --adb-port "
                "N) for the engine and every adb you run")
@@ -180,7 +186,8 @@ def check(host: str | None = None, port: int | None = None, *, listening: bool |
     return ServerCheck(address, kind, server_version, binary, bin_version, is_owned(port), problem, fix)
 
 
-def start(host: str | None = None, port: int | None = None, *, binary: str | None = None) -> int:
+def start(host: str | None = None, port: int | None = None, *, binary: str | None = None,
+          bound: float = START_BOUND) -> int:
     """Start an ADB server on `port` with the engine's adb and record it as the engine's; returns its version.
 
     Raises:
@@ -188,16 +195,16 @@ def start(host: str | None = None, port: int | None = None, *, binary: str | Non
     """
     host, port = adb_server_address(host, port)
     kind, version = probe_server(host, port)
-    if kind == "other":
-        raise AdbServerDown(f"port {port} is held by something that is not an ADB server; the engine starts none "
-                            "there (use another ANDROID_ADB_SERVER_PORT)")
+    if kind in ("other", "silent"):
+        raise AdbServerDown(f"port {port} is held by something that is not an answering ADB server; the engine "
+                            "starts none there (use another ANDROID_ADB_SERVER_PORT)")
     if kind == "adb":
         return int(version or 0)
     binary = binary or adb_binary()
     if not binary:
         raise AdbServerDown("no adb binary: install adb (Debian: apt-get install adb) or set ENGINE_ADB")
     try:
-        subprocess.run([binary, "-P", str(port), "start-server"], capture_output=True, timeout=START_BOUND,
+        subprocess.run([binary, "-P", str(port), "start-server"], capture_output=True, timeout=bound,
                        check=False, env={**os.environ, "ANDROID_ADB_SERVER_PORT": str(port)})
     except (OSError, subprocess.SubprocessError) as exc:
         raise AdbServerDown(f"{binary} start-server on port {port} failed: {exc}") from exc
@@ -252,3 +259,46 @@ def settle(host: str | None = None, port: int | None = None) -> ServerCheck:
         start(host, port, binary=found.binary)
         return check(host, port)
     return found
+
+
+# ---------------------------------------------------------------------------------------------- health's view
+
+SERVER_PROBE_BOUND = 0.3
+"""Seconds a health check waits for host:version: a live server answers in about a millisecond."""
+
+
+def server_down(host: str | None = None, port: int | None = None, *, bound: float = 1.0,
+                on_start=None) -> str | None:
+    """None when an ADB server answers at the address (after starting one, as any adb client does, when nothing
+    listens: `on_start(sentence)` is told); else one sentence saying which of the three it is: no server (and why none could be started), a
+    dead one (it accepts but does not answer, or the one the engine started is gone), or a port held by
+    something else. Everything within `bound` seconds, so ``health`` answers fast whatever the server does.
+    """
+    import time
+
+    end = time.monotonic() + bound
+    host, port = adb_server_address(host, port)
+    address = f"{host}:{port}"
+    kind, _ = probe_server(host, port, timeout=min(SERVER_PROBE_BOUND, bound))
+    if kind == "adb":
+        return None
+    if kind == "silent":
+        return (f"dead ADB server at {address}: it accepts connections but does not answer host:version within "
+                f"{min(SERVER_PROBE_BOUND, bound):.1f} s (adb -P {port} kill-server, then start it again)")
+    if kind == "other":
+        return f"port {port} ({address}) is held by something that is not an ADB server"
+    was = owned().get(str(port))
+    gone = (f"the ADB server the engine started at {address} (pid {was.get('pid')}) is gone; "
+            if isinstance(was, dict) else f"no ADB server at {address}; ")
+    if not host.startswith("127."):
+        return gone + "the engine starts servers on this machine only"
+    left = end - time.monotonic()
+    if left <= 0.05:
+        return gone + "no time was left to start one"
+    try:
+        version = start(host, port, bound=left)
+    except AdbServerDown as exc:
+        return gone + f"it cannot be started: {exc}"
+    if on_start is not None:
+        on_start(gone + f"started one (1.0.{version}); it stays up for your other adb tools")
+    return None

@@ -10,11 +10,43 @@ import argparse
 
 from engine.faces.cli import add_session_arguments, call_tool, check_image_path
 
+SERVER_BOUND = 1.0
+"""Seconds ``health`` gives the ADB server (a probe, and starting one when none runs) before it answers without a
+session: the tool surface promises health in under 2 s, and a session opens a graph and the simulator's peers."""
+
+
+def _health(args: argparse.Namespace) -> int:
+    """``health``: a named device behind no answering ADB server is reported at once (which: none, dead, cannot
+    start, port held), before a session loads anything; otherwise the adb_health tool answers."""
+    import sys
+    import time
+
+    from engine.faces.pick import AUTO, SIM
+
+    if args.serial not in (None, AUTO, SIM) and args.scenario is None and args.seed is None:
+        from engine.device import adbserver
+
+        started = time.monotonic()
+        down = adbserver.server_down(args.adb_host, args.adb_port, bound=SERVER_BOUND,
+                                     on_start=lambda said: print(f"device: {said}", file=sys.stderr))
+        if down:
+            from engine.core.results import make_result
+            from engine.device.health import Health
+            from engine.faces.cli import emit
+
+            health = Health(status="adb_server_down", serial=args.serial, error=down,
+                            latency_ms=(time.monotonic() - started) * 1000)
+            result = make_result("adb_health", ok=False, status="adb_server_down", text=f"device adb_server_down: "
+                                 f"{down}", tool_success=True, state_verification="not_checked",
+                                 elapsed_ms=health.latency_ms, extra={"health": health.to_dict()})
+            return emit(result, args.json, sys.stdout)
+    return call_tool(args, "adb_health", {})
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     health = sub.add_parser("health", help="probe the ADB server, the device and its screen (exit 1 if unhealthy)")
     add_session_arguments(health)
-    health.set_defaults(handler=lambda a: call_tool(a, "adb_health", {}))
+    health.set_defaults(handler=_health)
 
     shot = sub.add_parser("screenshot", help="save one frame at the graph's resolution (a black frame is reported)")
     shot.add_argument("out", metavar="OUT.png")

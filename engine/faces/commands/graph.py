@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from engine.config import loader
-from engine.config.schema import Graph
-from engine.navigation import routes
+if TYPE_CHECKING:  # the graph's modules load when a graph command runs, not when any command's parser is built
+    from engine.config.schema import Graph
 
 
 def _graph_arg(parser: argparse.ArgumentParser, *flags: str) -> None:
@@ -20,6 +20,8 @@ def _graph_arg(parser: argparse.ArgumentParser, *flags: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from engine.config import loader
+
     report = loader.check_graph(args.graph, policies=args.policies)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -35,6 +37,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from engine.config import loader
     from engine.config.goals import goals_json_schema
     from engine.config.schedule import schedule_json_schema
     from engine.config.simstate import state_json_schema
@@ -48,6 +51,8 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _mermaid(graph: Graph) -> str:
+    from engine.navigation import routes
+
     lines = ["flowchart LR"]
     for page in graph.pages:
         lines.append(f"  {page.name}")
@@ -58,6 +63,8 @@ def _mermaid(graph: Graph) -> str:
 
 
 def _dot(graph: Graph) -> str:
+    from engine.navigation import routes
+
     lines = [f"digraph {json.dumps(graph.game)} {{", "  rankdir=LR;"]
     for page in graph.pages:
         lines.append(f"  {json.dumps(page.name)};")
@@ -69,12 +76,17 @@ def _dot(graph: Graph) -> str:
 
 
 def _graph(args: argparse.Namespace) -> int:
+    from engine.config import loader
+
     graph = loader.load_graph(args.graph)
     print(_mermaid(graph) if args.format == "mermaid" else _dot(graph))
     return 0
 
 
 def _route(args: argparse.Namespace) -> int:
+    from engine.config import loader
+    from engine.navigation import routes
+
     graph = loader.load_graph(args.graph)
     try:
         route = routes.plan_route(graph, args.src, args.dst)

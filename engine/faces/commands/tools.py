@@ -39,9 +39,15 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _allowed_host(text: str) -> str:
+    # mcpauth imports the MCP SDK (about 2 s): only `serve` may pay for it, not every command's parser
+    from engine.faces.mcpauth import allowed_host
+
+    return allowed_host(text)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from engine.faces.cli import add_session_arguments, port
-    from engine.faces.mcpauth import TOKEN_ENV, allowed_host
 
     cli = sub.add_parser(
         "cli",
@@ -73,9 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=port, default=None, help="HTTP port (default 8000)")
     http = serve.add_argument_group("remote access (--transport http)")
     http.add_argument("--token-file", metavar="FILE",
-                      help=f"file holding the bearer token every request must carry (default: ${TOKEN_ENV}); "
+                      help="file holding the bearer token every request must carry (default: $ENGINE_MCP_TOKEN); "
                            "required for a --host that is not loopback")
-    http.add_argument("--allowed-host", type=allowed_host, action="append", metavar="NAME",
+    http.add_argument("--allowed-host", type=_allowed_host, action="append", metavar="NAME",
                       help="a name clients reach the server under (a reverse proxy's, a DNS name), accepted in the "
                            "Host and Origin headers beside the bound addresses; repeatable")
     http.add_argument("--ssl-certfile", metavar="FILE", help="serve HTTPS with this certificate (PEM)")

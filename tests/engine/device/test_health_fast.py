@@ -1,0 +1,68 @@
+"""``health`` answers fast as a process whatever the ADB server does (issue 47 point 6): no server, a dead one (it
+accepts and says nothing), one that cannot be started; it says which. Times are compared with the same
+interpreter's start-up of the same command line (``health --help``), a ratio, never a clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.device import adbserver
+
+RATIO = 4.0
+"""health may cost this many start-ups of the CLI (0.5 s here: 2 s, the tool surface's promise)."""
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+    return time.perf_counter() - start, done
+
+
+def _fastest(args: list[str], env: dict[str, str], runs: int = 3) -> tuple[float, subprocess.CompletedProcess]:
+    timed = [_run(args, env) for _ in range(runs)]
+    return min(timed, key=lambda t: t[0])
+
+
+@pytest.fixture
+def env(tmp_path, dead_port):
+    return {**os.environ, "ENGINE_HOME": str(tmp_path), "ANDROID_ADB_SERVER_PORT": str(dead_port),
+            "ENGINE_ADB": "/bin/false", "ENGINE_SERIAL": ""}
+
+
+def _check(env: dict[str, str], says: str) -> None:
+    baseline, _ = _fastest(["health", "--help"], env)
+    took, done = _fastest(["health", "--serial", "127.0.0.1:5599", "--json"], env)
+    body = json.loads(done.stdout)
+    assert done.returncode == 1 and body["status"] == "adb_server_down", done.stdout + done.stderr
+    assert says in body["text"] and body["data"]["health"]["error"] and "Traceback" not in done.stderr
+    print(f"health {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}: {body['text']}")
+    assert took < RATIO * baseline
+
+
+def test_no_server_that_cannot_be_started(env):
+    _check(env, "cannot be started")
+
+
+def test_a_dead_server_that_accepts_and_says_nothing(env, hung_server):
+    _check({**env, "ANDROID_ADB_SERVER_PORT": str(hung_server.port)}, "dead ADB server")
+
+
+def test_the_engines_own_server_gone(env, tmp_path, dead_port):
+    (tmp_path / "adb-servers.json").write_text(json.dumps({str(dead_port): {"pid": 4242}}))
+    _check(env, "(pid 4242) is gone")
+
+
+def test_the_sentences_in_process(dead_port, hung_server, closing_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("ENGINE_HOME", str(tmp_path))
+    monkeypatch.setenv("ENGINE_ADB", "/bin/false")
+    assert "no ADB server at" in adbserver.server_down(port=dead_port)
+    assert "dead ADB server" in adbserver.server_down(port=hung_server.port, bound=0.2)
+    assert "not an ADB server" in adbserver.server_down(port=closing_server.port)
+    assert "no time was left" in adbserver.server_down(port=dead_port, bound=0.01)
