@@ -4,7 +4,8 @@ tasks it declares (read as data by alas_wrapped.catalog; ALAS is never imported 
 An ALAS checkout has ``alas.py`` (the ``AzurLaneAutoScript`` class whose methods are the tasks) and
 ``module/config/argument/task.yaml``. The interpreter is the one ALAS runs under (its ``toolkit/python.exe`` on
 Windows, a venv elsewhere): ALAS pins its own Python and packages, so the engine only ever starts it as another
-process, and asks it first (alas_wrapped.interpreter) whether it can run this ALAS at all.
+process, and asks it first (alas_wrapped.interpreter) whether it can run this ALAS at all: once, before the first run,
+inside that run's bound. Listing the tasks reads files only and never waits on that interpreter.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ class Checkout:
         """Check the checkout and its instance, read its tasks, and (unless `defer_python`) check its interpreter.
 
         Args:
-            defer_python: leave the interpreter unchecked until something lists or runs ALAS's tasks
-                (``interpreter()``), so that a command that never touches ALAS works without ALAS's Python.
+            defer_python: leave the interpreter unchecked until something runs one of ALAS's tasks
+                (``interpreter()``); listing them reads ALAS's files only, so it never waits on ALAS's Python.
 
         Raises:
             ConfigError: no such folder, not an ALAS checkout, no such instance or a broken one, an unknown
@@ -69,10 +70,16 @@ class Checkout:
             checkout.interpreter()
         return checkout
 
-    def interpreter(self) -> str:
-        """The interpreter that runs this ALAS, checked on first use (its version, and that it imports ALAS).
+    def interpreter(self, timeout: float | None = None) -> str:
+        """The interpreter that runs this ALAS, checked on first use (its version, and that it imports ALAS); a pass
+        is kept for the process (alas_wrapped.interpreter.verdict_key), so only the first run pays for the probe.
+
+        Args:
+            timeout: the probe's bound (default: `probe_timeout`, else PROBE_TIMEOUT_S); alas_run passes what is
+                left of its own bound.
 
         Raises:
+            ProbeTimeout: the probe did not answer within the bound (a slow machine: no verdict).
             ConfigError: none named or found, or one that cannot run this ALAS; asked again on every call until it
                 passes, so a fixed venv is seen without a restart.
         """
@@ -83,8 +90,8 @@ class Checkout:
         if not self.python:
             raise ConfigError(f"--alas {self.root}: say which Python runs ALAS (--alas-python or $ALAS_PYTHON: its "
                               "venv's python, or toolkit/python.exe on Windows)")
-        self.python_version = check_python(self.root, self.python, worker_env(),
-                                           self.probe_timeout or PROBE_TIMEOUT_S)
+        bound = timeout if timeout is not None else self.probe_timeout or PROBE_TIMEOUT_S
+        self.python_version = check_python(self.root, self.python, worker_env(), bound)
         return self.python
 
     @classmethod

@@ -21,7 +21,9 @@ from engine.core.errors import ConfigError
 NEEDED = (3, 7)
 """The Python ALAS needs when its requirements.txt does not say (its deploy templates: 3.7.6 64bit)."""
 PROBE_TIMEOUT_S = 30.0
-"""Bound of the probe (importing the real ALAS takes under a second)."""
+"""Bound of the probe on its own. Importing the real ALAS took 0.75-1.28 s on a quiet 2-core machine and 3.5-4.1 s on
+a busy one (issue 44), and longer where antivirus scans every .pyc: the probe never runs where a listing waits for it,
+only inside alas_run's own bound (the lower of the two)."""
 MARK = "ALAS_WRAPPED_PROBE"
 PROBE = f"""
 import json, os, sys
@@ -39,6 +41,48 @@ print("{MARK} " + json.dumps(answer), flush=True)
 """
 
 
+class ProbeTimeout(ConfigError):
+    """The interpreter did not answer within the probe's bound: no verdict (a slow machine, not a wrong Python)."""
+
+
+_VERDICTS: dict[tuple, str] = {}
+"""Interpreters that passed, for this process: verdict_key -> version."""
+
+
+def checkout_commit(root: Path) -> str:
+    """The commit the checkout's .git says it is at, read from its files (no git needed), or "" when not a git
+    checkout (ALAS's installer makes one; a copied folder has none)."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+        if not head.startswith("ref:"):
+            return head[:64]
+        ref = head[4:].strip()
+        if (git / ref).is_file():
+            return (git / ref).read_text(encoding="utf-8", errors="replace").strip()[:64]
+        packed = (git / "packed-refs").read_text(encoding="utf-8", errors="replace")
+        found = re.search(rf"^([0-9a-f]{{40,64}}) {re.escape(ref)}$", packed, re.M)
+        return found.group(1) if found else ref
+    except OSError:
+        return ""
+
+
+def verdict_key(root: Path, python: str) -> tuple:
+    """What a verdict holds for: the checkout's commit (and folder, and the Python its requirements.txt names) and the
+    interpreter's real path and mtime (a new venv, an upgraded Python or an ALAS update asks again)."""
+    real = os.path.realpath(python)
+    try:
+        mtime = os.stat(real).st_mtime_ns
+    except OSError:
+        mtime = -1
+    return checkout_commit(root), str(root), needed_version(root), real, mtime
+
+
+def known_verdict(root: Path, python: str) -> str | None:
+    """The version a passed probe found for this checkout and interpreter in this process, or None."""
+    return _VERDICTS.get(verdict_key(root, python))
+
+
 def needed_version(root: Path) -> tuple[int, int]:
     """The Python version the checkout's requirements.txt was compiled for (its pip-compile header), else NEEDED."""
     try:
@@ -51,12 +95,18 @@ def needed_version(root: Path) -> tuple[int, int]:
 
 
 def check_python(root: Path, python: str, env: dict[str, str], timeout: float = PROBE_TIMEOUT_S) -> str:
-    """The interpreter's version ("3.7.16") when it can run the checkout's ALAS.
+    """The interpreter's version ("3.7.16") when it can run the checkout's ALAS. A pass is kept for the process
+    (verdict_key): the probe costs once per checkout and interpreter; a failure is asked again next time, so a
+    repaired venv is seen without a restart.
 
     Raises:
-        ConfigError: it cannot be started, does not answer within `timeout`, is not the Python ALAS needs, or
-            cannot import ALAS (each said with what to do).
+        ProbeTimeout: it did not answer within `timeout` (the process group is killed).
+        ConfigError: it cannot be started, is not the Python ALAS needs, or cannot import ALAS (each said with what
+            to do).
     """
+    key = verdict_key(root, python)
+    if key in _VERDICTS:
+        return _VERDICTS[key]
     need = needed_version(root)
     want = ".".join(map(str, need))
     try:
@@ -70,8 +120,8 @@ def check_python(root: Path, python: str, env: dict[str, str], timeout: float = 
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        raise ConfigError(f"--alas-python {python}: importing ALAS from {root} did not finish within "
-                          f"{timeout:g} s") from None
+        raise ProbeTimeout(f"--alas-python {python}: importing ALAS from {root} did not finish within "
+                           f"{timeout:g} s") from None
     answer = marked(out.splitlines(), MARK)
     if answer is None:
         tail = " | ".join(out.strip().splitlines()[-3:])[:300]
@@ -84,6 +134,7 @@ def check_python(root: Path, python: str, env: dict[str, str], timeout: float = 
     if answer.get("error"):
         raise ConfigError(f"--alas-python {python} (Python {version}) cannot import ALAS from {root}: "
                           f"{str(answer['error'])[:300]}; install ALAS's requirements.txt into it")
+    _VERDICTS[key] = version
     return version
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from alas_wrapped.checkout import LOGIN_LIKE, PREFIX, Checkout, worker_env
 from alas_wrapped.driver import marked
+from alas_wrapped.interpreter import PROBE_TIMEOUT_S, ProbeTimeout
 from alas_wrapped.outcomes import read_outcome
 from alas_wrapped.worker import Worker
 from engine.tasks.providers import ExternalRun
@@ -50,8 +52,8 @@ class AlasProvider:
     # -------------------------------------------------------------------------------------------- listing
 
     def describe(self) -> list[dict[str, Any]]:
-        """ALAS's tasks; listing them needs ALAS's interpreter (ConfigError naming what to set when it cannot run)."""
-        self.checkout.interpreter()
+        """ALAS's tasks, as its files declare them: no interpreter is started, so listing answers within alas_tools'
+        bound however slow ALAS's Python is (alas_run checks the interpreter, inside its own bound)."""
         return [{"name": PREFIX + t.name, "description": t.description, "kind": "alas", "menu": t.menu,
                  "enabled": t.enabled, "next_run": t.next_run} for t in self.checkout.tasks]
 
@@ -71,7 +73,14 @@ class AlasProvider:
         refusal = self.checkout.refusal(task)
         if refusal is not None:
             return ExternalRun(False, "refused", refusal, suggested="human")
-        self.checkout.interpreter()  # ConfigError (bad input) when no Python here can run this ALAS
+        checking = time.monotonic()
+        try:  # ConfigError (bad input) when no Python here can run this ALAS; costs once per checkout and Python
+            self.checkout.interpreter(timeout=min(self.checkout.probe_timeout or PROBE_TIMEOUT_S, budget_s))
+        except ProbeTimeout as exc:
+            return ExternalRun(False, "timeout", f"{name} did not start: checking ALAS's Python took the whole "
+                               f"{budget_s:.1f} s bound ({exc}); the worker was never started",
+                               {"skipped": "worker", "probe": "timeout"}, suggested="retry")
+        budget_s = max(0.0, budget_s - (time.monotonic() - checking))
         if (warning := adb_warning(name, device)) is not None:
             log.warning("%s", warning)
         port = getattr(device, "port", None)  # an adb server ALAS starts there must not outlive the run
