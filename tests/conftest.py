@@ -34,6 +34,14 @@ os.environ["ANDROID_ADB_SERVER_PORT"] = str(_unused_port())
 # otherwise (discovery's own tests unset this).
 os.environ["ENGINE_SERIAL"] = "sim"
 
+# The user's own ALAS settings (README, "Your own ALAS tasks") reach only the tests about the real ALAS (marker
+# `alas`, tests/alas_wrapped/test_alas_real.py), which read them back from ENGINE_TEST_REAL_<NAME>: every other test,
+# in process or in a subprocess, runs as if they were unset, so the suite passes with and without them (issue 44).
+ALAS_SETTINGS = ("ALAS_DIR", "ALAS_PYTHON", "ALAS_CONFIG", "ALAS_LANG")
+for _name in ALAS_SETTINGS:
+    if _name in os.environ:
+        os.environ["ENGINE_TEST_REAL_" + _name] = os.environ.pop(_name)
+
 # The agent's home (learned skills, engine.agent.skills) is a fresh folder per test run, set before anything
 # imports the engine, so no test, in process or in a subprocess, reads or writes the real one.
 ENGINE_HOME = tempfile.mkdtemp(prefix="engine-home-")

@@ -23,19 +23,22 @@ import yaml
 
 from tests.alas_wrapped.conftest import ROOT
 
-pytestmark = [pytest.mark.alas, pytest.mark.skipif(not (os.environ.get("ALAS_DIR") and os.environ.get("ALAS_PYTHON")),
+# tests/conftest.py moves the user's ALAS_* settings to ENGINE_TEST_REAL_*: only this module reads them.
+REAL_DIR = os.environ.get("ENGINE_TEST_REAL_ALAS_DIR")
+REAL_PYTHON = os.environ.get("ENGINE_TEST_REAL_ALAS_PYTHON")
+pytestmark = [pytest.mark.alas, pytest.mark.skipif(not (REAL_DIR and REAL_PYTHON),
                                                    reason="set ALAS_DIR and ALAS_PYTHON to run the real ALAS")]
 INSTANCE = "engine_alas_test"
 
 
 @pytest.fixture
 def alas() -> tuple[Path, str]:
-    root = Path(os.environ["ALAS_DIR"]).resolve()
+    root = Path(REAL_DIR).resolve()
     path = root / "config" / f"{INSTANCE}.json"
     config = json.loads((root / "config" / "template.json").read_text(encoding="utf-8"))
     config["Alas"]["Emulator"].update(ScreenshotMethod="ADB", ControlMethod="ADB")
     path.write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
-    yield root, os.environ["ALAS_PYTHON"]
+    yield root, REAL_PYTHON
     path.unlink(missing_ok=True)
 
 
