@@ -50,6 +50,68 @@ STATUSES: dict[str, str] = {
 told (``suggested_action``; one of SUGGESTED_ACTIONS). A success (SUCCESS_STATUSES) has none; a status outside both
 (an outside task's own word) is told to retry."""
 
+STATUS_MEANINGS: dict[str, str] = {
+    # successes
+    "ok": "The call did what it was asked.",
+    "verified": "The work ran and a look at the screen confirmed its outcome (the page, the task's criteria).",
+    "healthy": "The ADB server, the device and its screen all answered.",
+    "observed": "The screen was read; nothing was asked to change (alas_state).",
+    # the work did not run through, or did not arrive
+    "timeout": "The call's bound (its policy's timeout) passed; its work stopped at the next checkpoint.",
+    "cancelled": "The caller cancelled the call (or Ctrl-C); the work stopped at the next checkpoint.",
+    "busy": "Another call or the scheduler holds the device or this due time; nothing was done.",
+    "not_verified": "The work ran, but the screen does not show the outcome it should.",
+    "partial": "A routine ran; some of its chores failed (data.chores says which).",
+    "navigation_error": "The navigation failed in a way no more specific status names.",
+    "verification_error": "A signature could not be checked (a template missing from the asset pack, the vision "
+                          "model unusable).",
+    "model_error": "The vision or agent model could not be asked or answered unusably (no key, refused, 429/5xx "
+                   "after retries).",
+    # the device
+    "device_error": "The device failed in a way no more specific status names.",
+    "device_offline": "The device is listed but its transport is dead.",
+    "connection_lost": "The connection to the device broke mid-call.",
+    "adb_server_down": "No ADB server answers at the configured host and port.",
+    "device_not_found": "The ADB server does not list the serial.",
+    "unhealthy": "The health probe found something wrong (data says what).",
+    "device_missing": "The health probe found no such device on the ADB server.",
+    "black_screen": "The screen is black or one flat colour (asleep, or the game is not drawing).",
+    "black_frame": "A screenshot came back black, after retries.",
+    # the screen
+    "unknown_screen": "No page or popup of the graph matches the screen.",
+    "popup_blocking": "A popup covers the screen and its declared dismissal did not remove it.",
+    # a person must look
+    "bad_frame": "Frames have the wrong shape (another aspect ratio or orientation): fix the emulator's "
+                 "resolution.",
+    "stuck": "The navigation went round in circles (a click loop, a repeated hop, no new page for too long).",
+    "no_route": "Both pages exist, but no chain of links leads from here to there.",
+    "bad_argument": "An argument is wrong (an off-screen point, a wrong type, an unknown argument).",
+    "unknown_page": "The page name is not in the graph (the text names the closest ones).",
+    "unknown_task": "The task name is not known (the text names the closest ones).",
+    "refused": "The request was refused on purpose (a path out of its root, a proposal that fires on clean "
+               "frames, a stale draft edit).",
+    "precondition_failed": "A task's precondition did not hold, so it did not start.",
+    "config_error": "A graph, policy, task or schedule file (or an option) is wrong; the text says where.",
+    "not_implemented": "The command or tool exists but is not implemented yet.",
+    "error": "An engine error no more specific status names.",
+    # an outside task's worker
+    "not_started": "An outside task's worker (ALAS) could not be started.",
+    "worker_failed": "An outside task's worker exited without a result of its own.",
+    # an agent's episode
+    "goal_met": "The goal's success criteria were seen to hold on the screen.",
+    "unverified": "The goal had no criteria to check, so it cannot be called met.",
+    "blocked": "One of the goal's blockers holds; the model said so, or the harness saw it.",
+    "false_claim": "The model claimed success but the criteria do not hold on the screen.",
+    "budget_turns": "The goal's budget of model turns ran out.",
+    "budget_tools": "The goal's budget of tool calls ran out.",
+    "budget_time": "The goal's budget of wall-clock seconds ran out.",
+    "budget_tokens": "The goal's budget of model tokens ran out.",
+    "repeat": "The same call kept giving the same result (warned at 3, refused at 5, ended at 8).",
+    "invalid_answers": "The model's answers were unusable three times in a row.",
+}
+"""What each status word means, for people and models reading a result (the documentation's status reference is
+generated from it; tests/docs/test_reference.py checks every word has one)."""
+
 DATA_KEYS = ("tool", "target", "tool_success", "state_verification", "expected", "observed", "attempts",
              "elapsed_ms", "evidence", "screenshot_analysis", "observation")
 """The keys every ToolResult's ``data`` carries (more may follow)."""
