@@ -320,6 +320,14 @@ class Conversation:
             self._forward(device.serial, request.removeprefix("host:"))  # Debian's adb: host:tport, then this
         elif request.startswith("reverse:"):
             self._reverse(request.removeprefix("reverse:"))
+        elif request.startswith("tcp:"):  # what `adb forward tcp:L tcp:PORT` opens: the device's own PORT
+            listener = device.listeners.get(request)
+            if listener is None:
+                self.fail(f"connect to {request} failed: Connection refused")
+                self.finish()
+                return
+            self.okay()
+            listener(self.sock.dup())  # the `nc -l` that listens there now owns the connection
         elif request == "framebuffer:":
             payload = framebuffer(device_frame(device))
             self._answer(payload)
@@ -341,7 +349,9 @@ class Conversation:
             self.finish()
 
     def _reverse(self, query: str) -> None:
-        """reverse:forward:REMOTE;LOCAL, reverse:list-forward, reverse:killforward[-all]: bookkeeping only."""
+        """reverse:forward:[norebind:]REMOTE;LOCAL, reverse:list-forward, reverse:killforward[-all], as AOSP adb's
+        handle_forward_request answers them on the device (one OKAY, then the port picked for tcp:0); `nc` on the
+        device connects through the table (engine.sim.toybox)."""
         table = self.device.reverses
         if query == "list-forward":
             self.okay(block("".join(f"UsbFfs {r} {loc}\n" for r, loc in table.items())))
@@ -354,9 +364,18 @@ class Conversation:
             else:
                 self.okay(b"OKAY")
         elif query.startswith("forward:"):
+            norebind = query.startswith("forward:norebind:")
             remote, _, local = query.removeprefix("forward:").removeprefix("norebind:").partition(";")
-            table[remote] = local
-            self.okay(b"OKAY" + (block("0") if remote == "tcp:0" else b""))
+            if not remote.startswith("tcp:") or not local.startswith("tcp:"):
+                self.fail(f"bad forward: {query.removeprefix('forward:')}")
+            elif norebind and remote in table:
+                self.fail("cannot rebind existing socket")
+            else:
+                port = remote.removeprefix("tcp:")
+                if port == "0":  # adb.cpp: the device picks a free port and sends it back
+                    port = str(next(p for p in range(32768, 61000) if f"tcp:{p}" not in table))
+                table[f"tcp:{port}"] = local
+                self.okay(b"OKAY" + (block(port) if remote == "tcp:0" else b""))
         else:
             self.fail(f"unknown reverse request '{query}'")
         self.finish()

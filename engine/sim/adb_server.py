@@ -53,6 +53,8 @@ class FakeAdbServer:
         if not devices:
             raise ValueError("a fake ADB server needs at least one device")
         self.devices = {s: SimDevice(s, g, i + 1) for i, (s, g) in enumerate(devices.items())}
+        for device in self.devices.values():  # this server is the host: a reverse target is a loopback port here
+            device.open_host = _open_host
         self.host = host
         self._requested_port = port
         self._server: socketserver.ThreadingTCPServer | None = None
@@ -258,3 +260,8 @@ def _receive_file(conv: Conversation, device: SimDevice, arg: str) -> None:
         else:
             conv.send(b"FAIL" + struct.pack("<I", 14) + b"bad send frame")
             return
+
+
+def _open_host(target: str, timeout: float) -> socket.socket:
+    """A device's reverse connection to ``tcp:PORT`` on this (the host's) loopback."""
+    return socket.create_connection(("127.0.0.1", int(target.removeprefix("tcp:"))), timeout=timeout)

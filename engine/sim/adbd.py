@@ -48,11 +48,17 @@ from engine.sim.adbd_wire import (
     encode,
     fail_message,
     read_packet,
+    EMULATOR_PORTS,
+    emulator_serial,
+    notify_adb_server,
     readable,
     recv_upto,
     shutdown,
 )
+from engine.sim.link import Link
 from engine.sim.simdevice import SimDevice
+
+__all__ = ["EMULATOR_PORTS", "AdbdServer", "emulator_serial", "notify_adb_server"]
 
 if TYPE_CHECKING:
     from engine.sim.game import SimGame
@@ -70,31 +76,6 @@ MAX_STREAMS = 64
 """Open streams one transport may hold; an OPEN beyond it is refused (CLSE)."""
 MAX_TRANSPORTS = 16
 """Connections served at once (an adb server holds one; the emulator-N probe and `adb connect` make two)."""
-EMULATOR_PORTS = range(5555, 5586, 2)
-"""The adb ports an adb server probes at start for local emulators (transport_local.cpp), named emulator-<port-1>."""
-
-
-def emulator_serial(port: int) -> str | None:
-    """The name an adb server gives a local emulator whose adbd listens on `port`, or None outside 5555..5585."""
-    return f"emulator-{port - 1}" if port in EMULATOR_PORTS else None
-
-
-def notify_adb_server(adbd_port: int, server_port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
-    """Tell a running adb server an emulator is up, as the Android emulator does at boot: the host request
-    ``host:emulator:<adbd port>`` (adb.cpp's handle_host_request), after which the server connects to it and names
-    it ``emulator-<port - 1>``. An adb server that is not running is no error (False), nor one that hangs."""
-    request = f"host:emulator:{adbd_port}".encode()
-    try:
-        with socket.create_connection((host, server_port), timeout=timeout) as sock:
-            sock.sendall(b"%04x" % len(request) + request)
-            sock.settimeout(timeout)
-            sock.recv(64)  # the server answers nothing and closes; wait for that so the request is read
-    except OSError as exc:
-        log.info("no adb server to tell on %s:%d (%s)", host, server_port, exc)
-        return False
-    return True
-
-
 class _Stream:
     """One stream: our id, the host's id, and our end of the socketpair the service runs on."""
 
@@ -105,6 +86,8 @@ class _Stream:
         self.ready = threading.Event()
         self.ready.set()  # protocol.txt: "an OPEN message also implies a READY message"
         self.closed_by_host = False
+        self.opened = threading.Event()
+        """A stream the device opened (a reverse connection): set by the host's READY or CLSE."""
 
 
 class _Transport:
@@ -161,6 +144,9 @@ class _Transport:
                     self._open(packet)
                 elif packet.command == A_OKAY:
                     stream = self._stream(packet.arg1)
+                    if stream is not None and stream.remote_id == 0:  # the host took a stream we opened
+                        stream.remote_id = packet.arg0
+                        stream.opened.set()
                     if stream is not None and packet.arg0 == stream.remote_id:
                         stream.ready.set()
                 elif packet.command == A_WRTE:
@@ -169,6 +155,7 @@ class _Transport:
                     stream = self._stream(packet.arg1)
                     if stream is not None:
                         stream.closed_by_host = True
+                        stream.opened.set()
                         shutdown(stream.end)
         finally:
             self.close()
@@ -195,6 +182,7 @@ class _Transport:
         self.version = min(version, A_VERSION)
         self.max_send = min(maxdata, MAX_PAYLOAD)
         self.online = True
+        self.server.device.open_host = self.open_to_host  # the reverse connections of `nc` go over this transport
         identity = packet.payload.split(b"\0", 1)[0].decode("utf-8", errors="replace")
         log.info("adb server connected to %s (%s, version %#x, maxdata %d)", self.server.serial, identity,
                  self.version, maxdata)
@@ -247,18 +235,47 @@ class _Transport:
         threading.Thread(target=self._pump, args=(stream,), daemon=True,
                          name=f"adbd-pump:{stream.local_id}").start()
 
-    def _pump(self, stream: _Stream) -> None:
-        """The service's status becomes READY or CLSE, its output WRTE messages (one in flight), its end a CLSE."""
-        opened = False
+    def open_to_host(self, destination: str, timeout: float) -> socket.socket:
+        """A stream the device opens to the host, as adbd does for each connection to an ``adb reverse`` port
+        (AOSP adb: the device's listener calls connect_to_remote, an OPEN of ``tcp:HOSTPORT``; the adb server
+        connects to that port on the host and answers READY, or CLSE when nothing listens there).
+
+        Raises:
+            ConnectionRefusedError: the host closed it; TimeoutError: no answer in `timeout` seconds.
+        """
+        service_end, our_end = socket.socketpair()
+        stream = _Stream(next(self.ids), 0, our_end)
+        stream.ready.clear()
+        with self.streams_lock:
+            self.streams[stream.local_id] = stream
+        self.send(A_OPEN, stream.local_id, 0, destination.encode() + b"\0")
+        answered = stream.opened.wait(timeout)
+        if not answered or stream.closed_by_host:
+            with self.streams_lock:
+                self.streams.pop(stream.local_id, None)
+            service_end.close()
+            our_end.close()
+            if not answered:
+                raise TimeoutError(f"the adb server did not answer OPEN {destination} in {timeout:.1f} s")
+            raise ConnectionRefusedError(f"the adb server refused {destination}")
+        threading.Thread(target=self._pump, args=(stream, False), daemon=True,
+                         name=f"adbd-reverse:{stream.local_id}").start()
+        return service_end
+
+    def _pump(self, stream: _Stream, status: bool = True) -> None:
+        """The service's status becomes READY or CLSE, its output WRTE messages (one in flight), its end a CLSE.
+        A stream the device opened has no status: the host's READY opened it."""
+        opened = not status
         try:
-            if not self._output_waiting(stream):
+            if status and not self._output_waiting(stream):
                 return
-            status = recv_upto(stream.end, 4)
-            if status != b"OKAY":
-                if status == b"FAIL":
+            status_bytes = recv_upto(stream.end, 4) if status else b"OKAY"
+            if status_bytes != b"OKAY":
+                if status_bytes == b"FAIL":
                     log.info("stream %d refused: %s", stream.local_id, fail_message(stream.end))
                 return
-            self.send(A_OKAY, stream.local_id, stream.remote_id)
+            if status:
+                self.send(A_OKAY, stream.local_id, stream.remote_id)
             opened = True
             while self._output_waiting(stream):
                 data = stream.end.recv(self.max_send)
@@ -267,6 +284,7 @@ class _Transport:
                 if not self._wait_ready(stream):
                     return
                 stream.ready.clear()
+                self.server.link.send(len(data))  # the profile's bandwidth (engine.sim.link)
                 self.send(A_WRTE, stream.local_id, stream.remote_id, data)
         except OSError as exc:
             log.debug("stream %d ended: %s", stream.local_id, exc)
@@ -300,6 +318,8 @@ class _Transport:
 
 def _serve(conv: Conversation, destination: str) -> None:
     try:
+        if destination.startswith(("shell", "exec:")):
+            conv.server.link.command()  # the profile's process start (engine.sim.link)
         conv.service(destination)
     except (StreamClosed, OSError) as exc:
         log.debug("service %r ended: %s", destination, exc)
@@ -333,6 +353,8 @@ class AdbdServer:
         self._lock = threading.Lock()
         self.requests: list[str] = []
         """Every stream destination opened, in order (for tests and debugging)."""
+        self.link = Link.of(game.scenario)
+        """The transport's bandwidth and command start-up, from the scenario's profile (engine.sim.link)."""
 
     @property
     def port(self) -> int:

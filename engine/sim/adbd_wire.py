@@ -12,12 +12,15 @@ ro.product.device=..;features=..``). The socket helpers below are what adbd's re
 
 from __future__ import annotations
 
+import logging
 import select
 import socket
 import struct
 from dataclasses import dataclass
 
 from engine.core.errors import StreamClosed
+
+log = logging.getLogger("engine.sim.adbd")
 
 A_SYNC = 0x434E5953
 A_CNXN = 0x4E584E43
@@ -141,3 +144,28 @@ def shutdown(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+EMULATOR_PORTS = range(5555, 5586, 2)
+"""The adb ports an adb server probes at start for local emulators (transport_local.cpp), named emulator-<port-1>."""
+
+
+def emulator_serial(port: int) -> str | None:
+    """The name an adb server gives a local emulator whose adbd listens on `port`, or None outside 5555..5585."""
+    return f"emulator-{port - 1}" if port in EMULATOR_PORTS else None
+
+
+def notify_adb_server(adbd_port: int, server_port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
+    """Tell a running adb server an emulator is up, as the Android emulator does at boot: the host request
+    ``host:emulator:<adbd port>`` (adb.cpp's handle_host_request), after which the server connects to it and names
+    it ``emulator-<port - 1>``. An adb server that is not running is no error (False), nor one that hangs."""
+    request = f"host:emulator:{adbd_port}".encode()
+    try:
+        with socket.create_connection((host, server_port), timeout=timeout) as sock:
+            sock.sendall(b"%04x" % len(request) + request)
+            sock.settimeout(timeout)
+            sock.recv(64)  # the server answers nothing and closes; wait for that so the request is read
+    except OSError as exc:
+        log.info("no adb server to tell on %s:%d (%s)", host, server_port, exc)
+        return False
+    return True

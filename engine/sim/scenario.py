@@ -86,6 +86,10 @@ class Scenario(BaseModel):
     tap_ms: float = Field(0.0, ge=0, le=10000, description="Cost of one `input tap` before it takes effect.")
     swipe_ms: float = Field(0.0, ge=0, le=10000, description="Overhead of one `input swipe` beside its duration.")
     key_ms: float = Field(0.0, ge=0, le=10000, description="Cost of one `input keyevent`.")
+    # ---- the transport (issue 47): engine.sim.link charges these on the simulator's adbd
+    link_mb_s: float = Field(0.0, ge=0, le=100000, description="Bandwidth of the adb transport in MB/s (0: no limit).")
+    command_ms: float = Field(0.0, ge=0, le=10000, description="Start-up of each shell or exec command on adbd.")
+    gzip_ms: float = Field(0.0, ge=0, le=10000, description="Device CPU time of one `gzip -1` of a frame.")
     transition_s: float = Field(0.0, ge=0, le=10, description="How long a page change takes to show in full.")
     transition: Literal["fade", "slide"] = Field("fade", description="How a page change shows while it runs.")
 

@@ -1,9 +1,10 @@
 """The tiny shell of a simulated phone: the commands an automation engine sends, answered from its game.
 
 It understands screencap, input, wm size, dumpsys display / window, getprop, echo, pm list packages, pidof, am start /
-force-stop and monkey (the game's app, named by the graph's ``app``), ls, chmod, rm, true and false, joined by ';'
-or '&&', with ``$?`` expanded and ``VAR=value`` prefixes accepted: enough for adbutils, Debian's ``adb`` client and
-ALAS. A stopped app shows a black launcher and ignores touches.
+force-stop and monkey (the game's app, named by the graph's ``app``), ls, chmod, rm, true and false, and toybox's
+gzip, nc and cat (engine.sim.toybox), joined by ';' or '&&' and piped with '|', with ``$?`` expanded and
+``VAR=value`` prefixes accepted: enough for adbutils, Debian's ``adb`` client, ALAS and MaaFramework's capture
+pipelines. A stopped app shows a black launcher and ignores touches.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Callable
 
 import cv2
 import numpy as np
+
+from engine.sim.toybox import PIPED
 
 if TYPE_CHECKING:
     from engine.sim.simdevice import SimDevice
@@ -76,8 +79,9 @@ def split_env(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     return env, argv
 
 
-def _split_commands(command: str) -> list[str]:
-    """Split a shell line on ';' and '&&' outside quotes (enough for adbutils' `cmd; echo X4EXIT:$?`)."""
+def _split_commands(command: str, pipes: bool = False) -> list[str]:
+    """Split a shell line on ';' and '&&' outside quotes (enough for adbutils' `cmd; echo X4EXIT:$?`); with
+    `pipes`, split one command on '|' instead."""
     parts, current, quote, i = [], "", None, 0
     while i < len(command):
         ch = command[i]
@@ -88,7 +92,10 @@ def _split_commands(command: str) -> list[str]:
         elif ch in "'\"":
             quote = ch
             current += ch
-        elif ch == ";" or command.startswith("&&", i):
+        elif pipes and ch == "|":
+            parts.append(current)
+            current = ""
+        elif not pipes and (ch == ";" or command.startswith("&&", i)):
             parts.append(current)
             current = ""
             i += 1 if ch == ";" else 2
@@ -108,22 +115,30 @@ def run_shell(device: SimDevice, command: str) -> tuple[bytes, bytes, bytes, int
     out, err, both, code = b"", b"", b"", 0
     for part in _split_commands(command):
         part = part.replace("$?", str(code))
-        try:
-            argv = shlex.split(part)
-        except ValueError:
-            argv = part.split()
-        argv = split_env(argv)[1]
-        if not argv:
+        stdin, err_i, ran = b"", b"", False
+        for stage in _split_commands(part, pipes=True):  # a pipeline: each stage's stdout is the next one's stdin
+            try:
+                argv = shlex.split(stage)
+            except ValueError:
+                argv = stage.split()
+            argv = split_env(argv)[1]
+            if argv:
+                stdin, err_s, code = _run_one(device, argv, stdin)
+                err_i += err_s
+                ran = True
+        if not ran:
             continue
-        out_i, err_i, code = _run_one(device, argv)
-        out += out_i
+        out += stdin
         err += err_i
-        both += err_i + out_i
+        both += err_i + stdin
     return out, err, both, code
 
 
-def _run_one(device: SimDevice, argv: list[str]) -> tuple[bytes, bytes, int]:
+def _run_one(device: SimDevice, argv: list[str], stdin: bytes = b"") -> tuple[bytes, bytes, int]:
     name, args = argv[0], argv[1:]
+    piped = PIPED.get(name)
+    if piped is not None:
+        return piped(device, args, stdin)
     handler: Callable | None = _COMMANDS.get(name)
     if handler is not None:
         try:

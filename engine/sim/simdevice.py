@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from typing import Callable
 
 from engine.sim.game import SimGame
 from engine.sim.scenario import Faults
@@ -32,6 +34,13 @@ class SimDevice:
         """adb reverse table: device-side remote -> host-side local."""
         self.sockets: dict[str, object] = {}
         """Local (abstract) sockets a running agent listens on, name -> engine.sim.touch agent."""
+        self.listeners: dict[str, Callable] = {}
+        """Device ports an ``nc -l`` listens on, "tcp:PORT" -> a callable handed each connection (engine.sim.toybox)."""
+        self.open_host: Callable | None = None
+        """Opens a stream to the host for an ``adb reverse`` target ("tcp:HOSTPORT", timeout) -> socket; set by
+        whatever serves the device (adbd: an OPEN to the adb server; the fake server: a loopback connect)."""
+        self.booted = time.monotonic()
+        """When the simulated phone booted (``cat /proc/uptime``)."""
         self.props: dict[str, str] = {}
         """System properties beside the shell's defaults (`getprop`): a simulated emulator's own model, say."""
 
