@@ -64,13 +64,18 @@ def open_device(
         graph: the engine.config.schema.Graph played; its resolution is the frames' size (default 1280x720).
         policies: retry and time bounds (default: the shipped policies).
         adb_host, adb_port: the ADB server (default: ANDROID_ADB_SERVER_HOST/PORT, else 127.0.0.1:5037).
-        control: adb, maatouch, minitouch or auto (default: the tap policy's control); see engine.device.touch.
+        control: adb, maatouch, minitouch or auto (default: the stored pick of ``devices --bench``, else the tap
+            policy's control); see engine.device.touch.
     """
     from engine.device.adb import AdbDevice
 
+    from engine.device import bench
+
     resolution = tuple(graph.resolution) if graph is not None else (1280, 720)
-    return _touch_ready(AdbDevice(serial, resolution=resolution, host=adb_host, port=adb_port, policies=policies,
-                                  sleep=sleep, control=control))
+    device = AdbDevice(serial, resolution=resolution, host=adb_host, port=adb_port, policies=policies, sleep=sleep,
+                       control=control)
+    bench.apply(device)  # the capture and touch methods `devices --bench` picked, measured again when stale
+    return _touch_ready(device)
 
 
 def _touch_ready(device: AdbDevice) -> AdbDevice:

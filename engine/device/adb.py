@@ -32,6 +32,7 @@ from engine.core.errors import (
     DeviceTimeout,
 )
 from engine.device import frames
+from engine.device.capture import Capture
 from engine.device.address import adb_server_address, is_network_serial
 from engine.device.base import keycode
 from engine.device.client import BoundedClient
@@ -77,8 +78,8 @@ class AdbDevice:
         self._connect = connect and is_network_serial(serial)
         self._client = BoundedClient(self.host, self.port, default_bound=self.policies.get("health").timeout)
         self._adb = adbutils.AdbDevice(self._client, serial=serial)
-        self.screenshot_method: str | None = None
-        """``raw`` or ``png`` once the first screenshot chose; None before."""
+        self.capture = Capture(self)
+        """The capture methods and the order this device tries them in (engine.device.capture)."""
         self.frame_size: tuple[int, int] | None = None
         """The device's own (width, height), learnt from its frames."""
         self.frame_repairs: list[str] = []
@@ -87,6 +88,7 @@ class AdbDevice:
         self._on_close: list[Callable[[], None]] = []
         self.sim = None
         """The embedded simulator behind this device, when open_device started one."""
+        self._asked = control is not None
         self.control_wanted = control or getattr(self.policies.get("tap"), "control", None) or "adb"
         if self.control_wanted not in CONTROLS:
             raise ValueError(f"unknown control {self.control_wanted!r}; known: {', '.join(CONTROLS)}")
@@ -272,6 +274,7 @@ class AdbDevice:
         if self._agent is not None:
             self._agent.close()
             self._agent = None
+        self.capture.close()
         for callback in reversed(self._on_close):
             callback()
 
@@ -349,26 +352,17 @@ class AdbDevice:
         if "unable" in answer or "failed" in answer or "cannot" in answer:
             raise DeviceNotFound(f"adb connect {self._serial}: {answer}", serial=self._serial)
 
+    @property
+    def screenshot_method(self) -> str | None:
+        """The capture method frames come by (raw, gzip, nc, png) once one gave a frame; None before."""
+        return self.capture.method
+
+    @screenshot_method.setter
+    def screenshot_method(self, method: str) -> None:
+        self.capture.prefer(method)
+
     def _screenshot_once(self) -> np.ndarray:
-        if self.screenshot_method != "png":
-            data = self._repaired(*frames.clean_raw(self._exec("screencap")))
-            if frames.raw_truncated(data):
-                raise ConnectionLost(f"screencap sent {len(data)} bytes, less than its header announced",
-                                     serial=self._serial)
-            try:
-                frame = frames.decode_raw(data)
-            except BadFrame as exc:
-                if self.screenshot_method == "raw":
-                    raise
-                log.info("raw screencap unusable on %s (%s); using screencap -p from now on", self._serial, exc)
-                self.screenshot_method = "png"
-            else:
-                self.screenshot_method = "raw"
-                return self._fit(frame)
-        data = self._repaired(*frames.clean_png(self._exec("screencap -p")))
-        if data.startswith(frames.PNG_MAGIC) and not data.rstrip().endswith(frames.PNG_END):
-            raise ConnectionLost(f"screencap -p sent a PNG cut short ({len(data)} bytes)", serial=self._serial)
-        return self._fit(frames.decode_png(data))
+        return self._fit(self.capture.grab())
 
     def _repaired(self, data: bytes, repairs: list[str]) -> bytes:
         if repairs and repairs != self.frame_repairs:
