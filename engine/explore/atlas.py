@@ -166,6 +166,8 @@ class Atlas:
         self._stays_in_a_row: list[tuple[int, str]] = []
         self.frozen = False
         """FROZEN_AFTER links in a row left the screen as it was (cleared by a restart)."""
+        self.swallowed: dict[tuple, list[str]] = {}
+        """(kind, page, popup) -> actions given up there by the anti-repeat rule (engine.explore.repeats)."""
 
     # ------------------------------------------------------------------ classifying a frame
 

@@ -105,7 +105,7 @@ class LoadingScreen(Model):
 
 
 ReviewKind = Literal["maybe_same_page", "maybe_two_pages", "link_seen_once", "unclear_tap", "unreached",
-                     "dead_end", "weak_signature"]
+                     "dead_end", "weak_signature", "swallows_input"]
 
 
 class ReviewItem(Model):

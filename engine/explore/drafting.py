@@ -31,6 +31,7 @@ from engine.explore.draft import (
     TapStep,
 )
 from engine.explore.recording import Recording
+from engine.explore.repeats import REPEAT_LIMIT
 from engine.explore.signatures import stable_signatures, unexplained
 from engine.explore.sketch import SAME_PAGE, similarity
 
@@ -257,6 +258,12 @@ class Drafter:
             if page.results and not leaves:
                 out.append(ReviewItem(kind="dead_end", pages=[names[page.id]],
                                       note="no action led away from it (left by restarting the game)"))
+        for (kind, page_id, popup_id), keys in sorted(self.atlas.swallowed.items(), key=str):
+            where = names.get(page_id, f"screen {page_id}") if page_id is not None else "an unplaced screen"
+            out.append(ReviewItem(kind="swallows_input", pages=[names[page_id]] if page_id in names else [],
+                                  note=f"on {where} ({kind}{'' if popup_id is None else f', popup {popup_id}'}) "
+                                       f"{len(keys)} action(s) left the screen as it was {REPEAT_LIMIT} times in a row and were "
+                                       f"given up: {', '.join(keys[:6])}"))
         for page_id in sorted(dropped):
             out.append(ReviewItem(kind="maybe_two_pages", pages=[],
                                   note=f"a screen seen once and never again (frames: "

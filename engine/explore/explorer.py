@@ -23,11 +23,12 @@ from typing import Any, Callable
 import numpy as np
 
 from engine.core.errors import DeviceError
-from engine.explore import dismiss, regions
+from engine.explore import dismiss
 from engine.explore.atlas import Atlas, Here, PageNode, action_key, key_action
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording
-from engine.explore.regions import grid_actions
+from engine.explore.regions import grid_actions, page_actions
+from engine.explore.repeats import RepeatGuard
 from engine.explore.sketch import SAME_PAGE, changed, sketch
 
 log = logging.getLogger(__name__)
@@ -41,29 +42,11 @@ a crash or a dropped tap each make an outcome of their own (under chaos, about f
 
 @dataclass
 class Budget:
-    taps: int = 400
+    taps: int | None = None
+    """Actions at most (None: no cap; the time budget ends the run)."""
     seconds: float = 20 * 60.0
     reserve: float = 0.0
     """Seconds kept back for writing the draft after the last action."""
-
-
-def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
-    w, h = size
-    cx, cy = w // 2, h // 2
-    dx, dy = int(w * 0.3), int(h * 0.3)
-    return [{"type": "swipe", "start": [cx + dx, cy], "end": [cx - dx, cy]},
-            {"type": "swipe", "start": [cx - dx, cy], "end": [cx + dx, cy]},
-            {"type": "swipe", "start": [cx, cy + dy], "end": [cx, cy - dy]},
-            {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
-
-
-def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
-    """What to try on a page first seen as `frame`: its tappable regions, the holes in its bars of buttons (where a
-    button may be drawn too faintly to stand out), the back key, four swipes."""
-    h, w = frame.shape[:2]
-    found = regions.tappable(frame) + regions.bar_gaps(frame)
-    taps = [{"type": "tap", "point": list(regions.centre(a)), "area": list(a)} for a in found]
-    return taps + [{"type": "key", "key": "back"}] + _swipes((w, h))
 
 
 class Explorer:
@@ -92,6 +75,9 @@ class Explorer:
         self._popup_tries: Counter = Counter()
         """Actions taken on the popup shown now, since it showed."""
         self._panels = dismiss.Panels(lambda rel: self.recording.read(rel) if self.recording is not None else None)
+        self.repeats = RepeatGuard()
+        """The anti-repeat rule (engine.explore.repeats); what it gave up reaches the review."""
+        self.atlas.swallowed = self.repeats.given_up
         self.sweeping: int | None = None
         self.sweep_round = 0
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
@@ -101,13 +87,13 @@ class Explorer:
     def time_left(self) -> float:
         return self.budget.seconds - self.budget.reserve - (self.clock() - self._started)
 
-    def taps_left(self) -> int:
-        return self.budget.taps - self.taps
+    def taps_left(self) -> float:
+        return float("inf") if self.budget.taps is None else self.budget.taps - self.taps
 
     def _tell(self) -> None:
         a = self.atlas
         self.progress(f"explore: {len(a.live_pages())} pages, {len(a.links())} links, {len(a.popups)} popups, "
-                      f"{sum(p.loading for p in a.pages)} loading screens; {self.taps_left()} taps and "
+                      f"{sum(p.loading for p in a.pages)} loading screens; {self.taps_left():g} taps and "
                       f"{max(0.0, self.time_left()):.0f} s left")
 
     # ------------------------------------------------------------------ running
@@ -124,14 +110,30 @@ class Explorer:
                 if self.time_left() <= 0:
                     self.stopped_because = "the time budget is spent"
                     break
-                action = self._choose()
+                before = self.atlas.here
+                action = self._unrepeated(self._choose())
                 if action is None:
                     break
-                self._do(action)
+                if self.repeats.saw(before, action, self._do(action)):
+                    self.progress(f"explore: {action_key(action)} left the screen as it was "
+                                  f"{self.repeats.limit} times in a row; given up there")
                 self._tell()
         finally:
             self.recording.close()
         return self.atlas
+
+    def _unrepeated(self, action: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`action`, unless the anti-repeat rule gave it up here: then the back key, else a restart, else None (the
+        screen swallows every action: the run stops and says so)."""
+        here = self.atlas.here
+        for candidate in (action, {"type": "key", "key": "back"},
+                          {"type": "restart"} if self.restart_app is not None else None):
+            if candidate is None or self.repeats.allowed(here, candidate):
+                if candidate is not action:
+                    self.progress(f"explore: {action_key(action)} was given up here; trying {action_key(candidate)}")
+                return candidate
+        self.stopped_because = "a screen swallows every action (tapped, back key and restart each changed nothing)"
+        return None
 
     def _replay(self) -> None:
         """Learn again from a recording left by an earlier run in the same folder (resume)."""

@@ -272,3 +272,22 @@ def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:
         return action.get("type") == "key"
     x, y = action["point"]
     return box[0] <= x < box[2] and box[1] <= y < box[3]
+
+
+def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
+    w, h = size
+    cx, cy = w // 2, h // 2
+    dx, dy = int(w * 0.3), int(h * 0.3)
+    return [{"type": "swipe", "start": [cx + dx, cy], "end": [cx - dx, cy]},
+            {"type": "swipe", "start": [cx - dx, cy], "end": [cx + dx, cy]},
+            {"type": "swipe", "start": [cx, cy + dy], "end": [cx, cy - dy]},
+            {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
+
+
+def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
+    """What to try on a page first seen as `frame`: its tappable regions, the holes in its bars of buttons (where a
+    button may be drawn too faintly to stand out), the back key, four swipes."""
+    h, w = frame.shape[:2]
+    found = tappable(frame) + bar_gaps(frame)
+    taps = [{"type": "tap", "point": list(centre(a)), "area": list(a)} for a in found]
+    return taps + [{"type": "key", "key": "back"}] + _swipes((w, h))

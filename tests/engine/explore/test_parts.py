@@ -658,3 +658,58 @@ def test_known_links_that_stay_three_times_in_a_row_are_a_frozen_game_restarted_
     assert main.tried == tried and main.results[action_key(to_mail)] == Counter({("page", 2): 2, ("same",): 1})
     act({"type": "restart"}, "page_main")
     assert not atlas.frozen
+
+
+def test_an_action_that_changes_nothing_is_not_repeated_more_than_the_limit_in_a_row(tmp_path, screens):
+    """Issue 45, point 3: whatever keeps picking one action (here a chooser stuck on one spot, as the frozen-game
+    rule could be on a game it cannot restart), a spot that changes nothing is taken at most REPEAT_LIMIT times in a
+    row on that screen, then the back key, then a restart; a screen that swallows them all stops the run, and the
+    review names it."""
+    from engine.explore.drafting import Drafter
+    from engine.explore.draft import Made
+    from engine.explore.explorer import Budget, Explorer
+    from engine.explore.repeats import REPEAT_LIMIT
+
+    class Still:
+        resolution = (1280, 720)
+        serial = "still"
+
+        def __init__(self):
+            self.done = []
+
+        def screenshot(self, **kw):
+            return screens["page_main"].copy()
+
+        def tap(self, x, y):
+            self.done.append(f"tap:{x},{y}")
+
+        def key(self, name):
+            self.done.append(f"key:{name}")
+
+    now = [0.0]
+    device = Still()
+    restarts = []
+    explorer = Explorer(device, tmp_path, budget=Budget(taps=200, seconds=3600), restart=lambda: restarts.append(1),
+                        clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    explorer._choose = lambda: {"type": "tap", "point": [1200, 40]}  # the stuck chooser
+    explorer.run()
+    taps = [d for d in device.done if d == "tap:1200,40"]
+    assert len(taps) == REPEAT_LIMIT and device.done[REPEAT_LIMIT:] == ["key:back"] * REPEAT_LIMIT, device.done
+    assert len(restarts) == REPEAT_LIMIT and explorer.repeats.longest == REPEAT_LIMIT
+    assert "swallows every action" in explorer.stopped_because and explorer.taps < 20
+    draft = Drafter(explorer.atlas, tmp_path, resolution=(1280, 720), game="g", server="en").build(Made())
+    swallowed = [r for r in draft.review if r.kind == "swallows_input"]
+    assert swallowed and "tap:1200,40" in swallowed[0].note and "restart" in swallowed[0].note
+
+
+def test_the_app_in_front_is_read_as_adbutils_reads_it():
+    from engine.device.apps import parse_foreground
+
+    assert parse_foreground("  mCurrentFocus=Window{41b37570 u0 com.example.game/com.example.game.Main}\n") == \
+        ("com.example.game", "com.example.game.Main")
+    assert parse_foreground("  mFocusedApp=AppWindowToken{422df168 token=Token{422def98 ActivityRecord{422dee38 u0 "
+                            "com.example/.UI.play.PlayActivity t14}}}") == ("com.example",
+                                                                           "com.example.UI.play.PlayActivity")
+    assert parse_foreground("  mCurrentFocus=Window{7f3a u0 com.android.launcher3/com.android.launcher3.Launcher}") \
+        is None
+    assert parse_foreground("mCurrentFocus=null") is None

@@ -1,0 +1,65 @@
+"""The explorer's anti-repeat rule: the same action, on the same screen, with the same outcome, is given up.
+
+The agent loop has it for model calls (engine.agent.repeat: a call repeated with the same result is refused); the
+explorer needs it for its own choices. Whatever picked an action (a rule for frozen games that takes tries back, a
+popup search, a loading screen that is really a page with a clock), one action that leaves the screen where it was
+REPEAT_LIMIT times in a row is not taken there again. Issue 45 saw the loop this stops: one tap on an empty spot
+beside a page's title, on an unchanged frame, 1770 times of 1788.
+
+A place is where the atlas says the explorer stands (engine.explore.atlas.Here: a page, a popup over a page, a
+loading screen), so a ticking clock or swaying art on the page does not make it a new screen. A place where every
+action was given up swallows input: it is recorded, left by the back key or a restart, and named in the review.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from engine.explore.atlas import Here, action_key
+
+REPEAT_LIMIT = 3
+"""Times in a row one action may leave the screen as it was before it is given up on that screen."""
+WATCHED = frozenset({"tap", "swipe", "key", "restart"})
+"""Action types the rule counts (a screenshot only looks)."""
+
+
+def place(here: Here) -> tuple:
+    return here.kind, here.page, here.popup
+
+
+class RepeatGuard:
+    """Counts one action's unchanged outcomes in a row and remembers what was given up where."""
+
+    def __init__(self, limit: int = REPEAT_LIMIT) -> None:
+        self.limit = limit
+        self._last: tuple | None = None
+        self._streak = 0
+        self.given_up: dict[tuple, list[str]] = defaultdict(list)
+        """place -> the action keys given up there, in order."""
+        self.longest = 0
+        """The longest run of one action on an unchanged screen seen (never more than `limit`)."""
+
+    def allowed(self, here: Here, action: dict[str, Any]) -> bool:
+        return action_key(action) not in self.given_up.get(place(here), ())
+
+    def saw(self, before: Here, action: dict[str, Any], after: Here) -> bool:
+        """Count `action` taken at `before` having led to `after`; True when it is given up there now."""
+        if action.get("type") not in WATCHED:
+            return False
+        step = (place(before), action_key(action))
+        if after != before:
+            self._last, self._streak = None, 0
+            return False
+        self._streak = self._streak + 1 if step == self._last else 1
+        self._last = step
+        self.longest = max(self.longest, self._streak)
+        if self._streak < self.limit:
+            return False
+        self.given_up[step[0]].append(step[1])
+        self._last, self._streak = None, 0
+        return True
+
+    def swallowing(self) -> list[tuple[tuple, list[str]]]:
+        """Places where actions were given up, with them."""
+        return [(p, keys) for p, keys in self.given_up.items() if keys]
