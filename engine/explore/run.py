@@ -27,26 +27,29 @@ class Explored:
     restarts: int
     seconds: float
     stopped_because: str
+    device_failed: bool = False
+    """The run ended because the device failed (the draft holds what was learnt until then)."""
 
 
-def explore(device: Any, out: str | Path, *, taps: int = 400, minutes: float = 20.0,
+def explore(device: Any, out: str | Path, *, taps: int | None = None, minutes: float = 20.0,
             restart: Callable[[], None] | None = None, reader: Reader | None = None, namer: Namer | None = None,
             game: str = "draft_game", server: str = "en", app: dict[str, str] | None = None,
             from_graph: str | None = None, progress: Callable[[str], None] | None = None,
             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep,
             pace: float = 1.0) -> Explored:
-    """Explore `device` within `taps` actions and `minutes`, and write the draft folder `out` (continuing the
-    recording already there, if any)."""
+    """Explore `device` within `minutes` (and `taps` actions, when given), and write the draft folder `out`
+    (continuing the recording already there, if any)."""
     seconds = minutes * 60.0
     budget = Budget(taps=taps, seconds=seconds, reserve=min(DRAFT_RESERVE[1], seconds * DRAFT_RESERVE[0]))
     started_at = dt.datetime.now(dt.timezone.utc)
     start = clock()
     explorer = Explorer(device, out, budget=budget, restart=restart, progress=progress, clock=clock, sleep=sleep,
                         pace=pace)
+    failed = False
     try:
         atlas = explorer.run()
     except DeviceError as exc:  # the device went away: what was learnt so far still makes a draft (and resumes)
-        atlas = explorer.atlas
+        atlas, failed = explorer.atlas, True
         explorer.stopped_because = f"the device failed: {exc}"
     finished_at = dt.datetime.now(dt.timezone.utc)
     made = Made(serial=getattr(device, "serial", None), minutes=round((clock() - start) / 60.0, 2),
@@ -58,4 +61,4 @@ def explore(device: Any, out: str | Path, *, taps: int = 400, minutes: float = 2
     save_draft(draft, out)
     write_graph(draft, out)
     return Explored(draft, Path(out), explorer.taps, explorer.restarts, clock() - start,
-                    explorer.stopped_because or "stopped")
+                    explorer.stopped_because or "stopped", failed)

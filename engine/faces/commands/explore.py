@@ -66,14 +66,52 @@ def _open(args: argparse.Namespace):
         package, activity = app_names(graph)
         return device, (lambda: device.restart_app(package, activity)), None, SIM_PACE
     from engine.device import open_device
+    from engine.device.apps import foreground_app
 
-    size = args.resolution or (tuple(from_graph.resolution) if from_graph is not None else (1280, 720))
+    size = args.resolution or (tuple(from_graph.resolution) if from_graph is not None else None)
+    if size is None:
+        size = _device_shape(args)
     device = open_device(args.serial, graph=_Size(size), adb_host=args.adb_host, adb_port=args.adb_port)
     package = args.package or (_one(from_graph.app.package) if from_graph is not None and from_graph.app else None)
     activity = args.activity or (_one(from_graph.app.activity) if from_graph is not None and from_graph.app else None)
+    if package is None:  # the game is the app in front when the explore starts
+        package, activity = foreground_app(device) or (None, None)
+        print(f"explore: the game is {package}/{activity}, the app in the foreground (--package to say otherwise)"
+              if package else "explore: no app in the foreground to restart the game with (--package names it)",
+              file=sys.stderr, flush=True)
     restart = (lambda: device.restart_app(package, activity)) if package else None
     app = {"package": package, "activity": activity} if package and activity else None
     return device, restart, app, 1.0
+
+
+REFERENCE_LONG_SIDE = 1280
+"""The long side of the draft's reference frame when the device's is longer (its frames are scaled to it, as ALAS
+keeps 1280x720 on every device): the explorer's regions and sketches are measured in frames of about this size."""
+
+
+def _device_shape(args: argparse.Namespace) -> tuple[int, int]:
+    """The reference size for this device: its first frame's shape (orientation and aspect), the long side at most
+    REFERENCE_LONG_SIDE."""
+    from engine.core.errors import EngineError
+    from engine.device import open_device
+
+    probe = open_device(args.serial, graph=_Size((1280, 720)), adb_host=args.adb_host, adb_port=args.adb_port)
+    try:
+        try:
+            probe.screenshot(allow_black=True)
+        except EngineError:  # a frame across the probe's orientation still says its size
+            pass
+        native = probe.frame_size
+    finally:
+        probe.close()
+    if native is None:
+        raise ConfigError(f"--serial {args.serial}: the device sent no frame to take its screen size from; "
+                          "pass --resolution WIDTHxHEIGHT")
+    scale = min(1.0, REFERENCE_LONG_SIDE / max(native))
+    size = (max(1, round(native[0] * scale)), max(1, round(native[1] * scale)))
+    print(f"explore: the device shows {native[0]}x{native[1]}; the draft's frames are {size[0]}x{size[1]}",
+          file=sys.stderr, flush=True)
+    return size
 
 
 class _Size:
@@ -93,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.resume and not (out / FILE).is_file():
         raise ConfigError(f"--resume: {out} holds no {FILE} to continue", file=str(out))
-    if args.taps < 1 or args.minutes <= 0:
+    if args.taps is not None and args.taps < 1 or args.minutes <= 0:
         raise ConfigError("--taps must be at least 1 and --minutes more than 0")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a folder", file=str(out))
@@ -111,12 +149,16 @@ def _run(args: argparse.Namespace) -> int:
 
     report = check_graph(out)
     draft = result.draft
-    summary = {"ok": report.ok, "out": str(out), "pages": len(draft.pages), "links": len(draft.links),
+    why = ("the device failed" if result.device_failed else "no page was drafted" if not draft.pages else
+           "the draft does not validate" if not report.ok else None)
+    summary = {"ok": why is None, "why": why, "out": str(out), "pages": len(draft.pages), "links": len(draft.links),
                "popups": len(draft.popups), "loading_screens": len(draft.loading), "review": len(draft.review),
                "taps": result.taps, "restarts": result.restarts, "minutes": round(result.seconds / 60.0, 2),
                "stopped": result.stopped_because, "validate": report.summary()}
     print(json.dumps(summary))
-    return 0 if report.ok else 1
+    if why is not None:
+        print(f"explore: not ok: {why} ({result.stopped_because}); the partial draft is in {out}", file=sys.stderr)
+    return 0 if why is None else 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -127,16 +169,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--adb-host", help="ADB server host (with --serial)")
     parser.add_argument("--adb-port", type=int, help="ADB server port (with --serial)")
     parser.add_argument("--minutes", type=float, default=20.0, help="time budget (default 20)")
-    parser.add_argument("--taps", type=int, default=400, help="action budget: taps, swipes and keys (default 400)")
+    parser.add_argument("--taps", type=int, default=None,
+                        help="action cap: taps, swipes and keys (default: none, --minutes ends the run)")
     parser.add_argument("--server", default=None, help="game server the draft is for (default: en)")
     parser.add_argument("--from", dest="from_graph", metavar="GRAPH", default=None,
                         help="a graph to extend: its observer names the pages it knows")
     parser.add_argument("--resume", action="store_true", help="continue the recording in --out (required there)")
     parser.add_argument("--game", default=None, help="the draft graph's game name (default: draft_<out folder>)")
-    parser.add_argument("--package", default=None, help="the game's Android package (restarts on a phone)")
+    parser.add_argument("--package", default=None, help="the game's Android package, restarted when stuck (default: "
+                                                         "--from's, else the app in the foreground at the start)")
     parser.add_argument("--activity", default=None, help="the game's launcher activity (with --package)")
     parser.add_argument("--resolution", type=_resolution, default=None,
-                        help="reference size of frames on a phone, WIDTHxHEIGHT (default: --from's, else 1280x720)")
+                        help="reference size of frames on a phone, WIDTHxHEIGHT (default: --from's, else the "
+                             "device's first frame, its long side at most 1280)")
     parser.add_argument("--no-ocr", action="store_true", help="do not read titles (numbered page names)")
     sim = parser.add_argument_group("built-in simulator (no --serial)")
     sim.add_argument("--graph", default=None, help="the graph the simulator plays (default: the shipped one)")

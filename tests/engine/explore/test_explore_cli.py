@@ -75,3 +75,41 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path):
     afile.write_text("x")
     result = run("explore", "--out", str(afile), "--graph", str(GOOD))
     assert result.returncode == 2 and "is a file" in result.stderr
+
+
+PORTRAIT = ROOT / "tests" / "data" / "graphs" / "explore_portrait"
+
+
+def test_a_game_over_adb_is_explored_in_its_own_shape_and_restarted_as_the_app_in_front(tmp_path):
+    """No --resolution and no --package (issue 45, point 2): a portrait game served over ADB is explored at its own
+    720x1280, and the app in the foreground when the explore starts is the one it restarts; a device that stops
+    answering ends the run ok: false, exit 1, with the partial draft written."""
+    out = tmp_path / "draft"
+    with subprocess.Popen([sys.executable, "-m", "engine", "sim", "serve", "--graph", str(PORTRAIT), "--port", "0"],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as sim:
+        try:
+            port = int(sim.stderr.readline().strip().rsplit(":", 1)[-1])
+            result = run("explore", "--out", str(out), "--serial", "sim-0", "--adb-port", str(port), "--no-ocr",
+                         "--minutes", "0.4")
+        finally:
+            sim.terminate()
+            sim.wait(timeout=10)
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    summary = json.loads(result.stdout)
+    draft = load_draft(out)
+    assert tuple(draft.resolution) == (720, 1280), draft.resolution
+    assert draft.app and draft.app["package"].startswith("com.sim."), draft.app
+    assert "the app in the foreground" in result.stderr
+    assert summary["pages"] >= 2 and summary["ok"] is True and result.returncode == 0, (summary, result.stderr[-2000:])
+    assert summary["stopped"] != "nowhere left to go and no way to restart the game"
+
+
+def test_a_device_that_goes_away_is_not_ok_and_keeps_the_partial_draft(tmp_path):
+    out = tmp_path / "draft"
+    result = run("explore", "--out", str(out), "--serial", "127.0.0.1:1", "--adb-port", str(_dead_port()),
+                 "--resolution", "1280x720", "--no-ocr", "--minutes", "0.2", timeout=120)
+    assert result.returncode in (1, 2) and "Traceback" not in result.stderr, result.stderr[-2000:]
+    if result.returncode == 1:
+        summary = json.loads(result.stdout)
+        assert summary["ok"] is False and summary["why"], summary
