@@ -212,8 +212,10 @@ def yaml_page() -> str:
             required = set(model.get("required", ()))
             out += ["| field | type | default | description |", "|---|---|---|---|"]
             for field, prop in props.items():
+                description = prop.get("description") or (
+                    f"Always `{prop['const']}`: selects this kind." if "const" in prop else "")
                 out.append(f"| `{field}` | {cell(_type(prop))} | {cell(_default(prop, field in required))} | "
-                           f"{cell(prop.get('description', ''))} |")
+                           f"{cell(description)} |")
             out.append("")
     return _unique_anchors("\n".join(out))
 
@@ -240,6 +242,8 @@ def missing_yaml_descriptions() -> list[str]:
     for title, _, _, make in yaml_schemas():
         for name, model in _models(make()):
             for field, prop in model.get("properties", {}).items():
+                if "const" in prop:
+                    continue  # a variant's `type: <kind>` names the model it selects; the page says so
                 if not str(prop.get("description", "")).strip():
                     missing.append(f"{title}: {name}.{field}")
     return missing

@@ -36,7 +36,9 @@ class DeviceEntry(Model):
 
 
 class DevicesFile(Model):
-    devices: list[DeviceEntry] = Field(min_length=1, max_length=256)
+    devices: list[DeviceEntry] = Field(
+        min_length=1, max_length=256, description="The devices the scheduler drives, one worker each."
+    )
 
 
 def load_devices(path: str | Path) -> list[DeviceEntry]:

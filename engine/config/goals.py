@@ -142,17 +142,17 @@ class Budget(Model):
 
 
 class Goal(Model):
-    name: GoalName
-    description: str = Field(min_length=1)
+    name: GoalName = Field(description="Unique goal name, as `python -m engine agent NAME` takes it.")
+    description: str = Field(min_length=1, description="What the goal is, in a sentence (the model reads it).")
     free_text: bool = Field(False, description="Only a model can plan it; success may then be empty.")
     success: list[Criterion] = Field(default_factory=list, description="All must hold, checked by observation.")
-    blockers: list[Blocker] = Field(default_factory=list)
-    budget: Budget = Field(default_factory=Budget)
+    blockers: list[Blocker] = Field(default_factory=list, description="Conditions under which the goal cannot be met.")
+    budget: Budget = Field(default_factory=Budget, description="Bounds on model turns, tool calls, seconds and tokens.")
     subgoals: list[Goal] = Field(default_factory=list, description="At most two levels deep.")
 
 
 class GoalFile(Model):
-    goals: list[Goal]
+    goals: list[Goal] = Field(description="The goals of this file.")
 
 
 Goal.model_rebuild()

@@ -100,25 +100,31 @@ class Due(Model):
 
 
 class Retry(Model):
-    backoff_s: float = Field(60, gt=0, le=86400)
-    max_backoff_s: float = Field(900, gt=0, le=86400)
+    backoff_s: float = Field(
+        60, gt=0, le=86400, description="Seconds before the first retry of a failed run; doubles with each failure."
+    )
+    max_backoff_s: float = Field(900, gt=0, le=86400, description="The longest wait between retries.")
     restart_after: int = Field(2, ge=1, le=100, description="Failures in a row after which the game restarts.")
     give_up_after: int = Field(4, ge=1, le=100, description="Failures in a row after which the task is put off.")
-    put_off_s: float = Field(1800, gt=0, le=7 * 86400)
+    put_off_s: float = Field(
+        1800, gt=0, le=7 * 86400, description="Seconds a task is put off after `give_up_after` failures."
+    )
 
 
 class Entry(Model):
-    task: TaskName
+    task: TaskName = Field(description="The task to run (a task of the graph, or alas:<Task>).")
     priority: int = Field(5, ge=0, le=1000, description="Lower runs first among due tasks.")
-    due: Due
+    due: Due = Field(description="When the task is due: the daily reset, an interval, or a time the run reported.")
     retry: Retry | None = Field(None, description="This task's own retry rules (default: the file's).")
 
 
 class ScheduleFile(Model):
-    resets: dict[Name, Reset] = Field(default_factory=dict)
-    start_task: TaskName | None = None
-    retry: Retry = Retry()
-    tasks: list[Entry] = Field(default_factory=list)
+    resets: dict[Name, Reset] = Field(
+        default_factory=dict, description="Each server's daily reset: its time of day and zone."
+    )
+    start_task: TaskName | None = Field(None, description="The task run after a game restart (login).")
+    retry: Retry = Field(Retry(), description="Retry rules for every task that has none of its own.")
+    tasks: list[Entry] = Field(default_factory=list, description="The scheduled tasks.")
 
 
 @dataclass(frozen=True)

@@ -115,9 +115,16 @@ class ColorSignature(Model):
 
     type: Literal["color"]
     button: Name | None = Field(None, description="Take `area` and `rgb` from this button.")
-    area: PerServer[Area] | None = None
-    rgb: PerServer[RGB] | None = None
-    tolerance: int | None = Field(None, ge=0, le=255)
+    area: PerServer[Area] | None = Field(
+        None, description="Region whose mean colour is compared (instead of `button`)."
+    )
+    rgb: PerServer[RGB] | None = Field(
+        None, description="Expected mean colour (r, g, b) of `area` (instead of `button`)."
+    )
+    tolerance: int | None = Field(
+        None, ge=0, le=255, description=(
+                    "Largest per-channel difference that still hits; layered default `color_tolerance`.")
+    )
     name: str | None = Field(None, description="Name in evidence; defaults to the button name.")
 
     @model_validator(mode="after")
@@ -132,14 +139,18 @@ class TemplateSignature(Model):
 
     type: Literal["template"]
     button: Name | None = Field(None, description="Take `asset` and `area` from this button.")
-    asset: PerServer[str] | None = None
-    area: PerServer[Area] | None = None
+    asset: PerServer[str] | None = Field(
+        None, description="Template asset name in the asset pack (instead of `button`)."
+    )
+    area: PerServer[Area] | None = Field(None, description="Where the template is expected (instead of `button`).")
     offset: Point | None = Field(None, description="Search margin (x, y) around `area`.")
-    threshold: float | None = Field(None, ge=0, le=1)
+    threshold: float | None = Field(
+        None, ge=0, le=1, description="Minimum match score; layered default `template_threshold`."
+    )
     color: bool = Field(
         False, description="Also require the matched region's mean colour to be near the template's."
     )
-    name: str | None = None
+    name: str | None = Field(None, description="Name in evidence; defaults to the button or asset name.")
 
     @model_validator(mode="after")
     def _has_source(self) -> TemplateSignature:
@@ -152,13 +163,15 @@ class OcrSignature(Model):
     """Hits when text recognised in `area` matches the regular expression `pattern` (case-insensitive)."""
 
     type: Literal["ocr"]
-    area: PerServer[Area]
-    pattern: PerServer[str]
-    threshold: float | None = Field(None, ge=0, le=1)
+    area: PerServer[Area] = Field(description="Region whose text is recognised.")
+    pattern: PerServer[str] = Field(description="Regular expression the recognised text must match (case-insensitive).")
+    threshold: float | None = Field(
+        None, ge=0, le=1, description="Minimum recognition confidence; layered default `ocr_threshold`."
+    )
     sample: PerServer[str] | None = Field(
         None, description="Text the simulator draws here; defaults to the pattern with regex syntax stripped."
     )
-    name: str | None = None
+    name: str | None = Field(None, description="Name in evidence; defaults to the pattern.")
 
     @field_validator("pattern")
     @classmethod
@@ -175,8 +188,8 @@ class AnyOfSignature(Model):
     """Hits when at least one of its alternatives hits (for example a page with a 'white' variant)."""
 
     type: Literal["any_of"]
-    of: list[Signature] = Field(min_length=1)
-    name: str | None = None
+    of: list[Signature] = Field(min_length=1, description="The alternatives; one hit is enough.")
+    name: str | None = Field(None, description="Name in evidence.")
 
 
 Signature = Annotated[
@@ -191,8 +204,8 @@ class TapAction(Model):
     """Tap a named button's click area, or a fixed point; with `search`, the button is found first."""
 
     type: Literal["tap"]
-    button: Name | None = None
-    point: Point | None = None
+    button: Name | None = Field(None, description="The button whose click area is tapped (or `point`).")
+    point: Point | None = Field(None, description="[x, y] in reference-resolution pixels (or `button`).")
     search: PerServer[Area] | None = Field(
         None, description="With `button`: find the button's template inside this area (a dialog whose button "
                           "moves) and tap where it is found; where it is not found, its declared click area.")
@@ -208,21 +221,23 @@ class TapAction(Model):
 
 class SwipeAction(Model):
     type: Literal["swipe"]
-    start: Point
-    end: Point
-    duration_ms: int = Field(300, gt=0, le=10_000)
+    start: Point = Field(description="[x, y] where the swipe starts, in reference-resolution pixels.")
+    end: Point = Field(description="[x, y] where the swipe ends.")
+    duration_ms: int = Field(300, gt=0, le=10_000, description="Length of the gesture in milliseconds.")
 
 
 class KeyAction(Model):
     """Press a key; `back` is the Android back key (keycode 4)."""
 
     type: Literal["key"]
-    key: Literal["back", "home", "enter", "menu", "app_switch"]
+    key: Literal["back", "home", "enter", "menu", "app_switch"] = Field(
+        description="The key: back, home, enter, menu or app_switch."
+    )
 
 
 class WaitAction(Model):
     type: Literal["wait"]
-    seconds: float = Field(gt=0, le=60)
+    seconds: float = Field(gt=0, le=60, description="Seconds to wait (at most 60).")
 
 
 Action = Annotated[Union[TapAction, SwipeAction, KeyAction, WaitAction], Field(discriminator="type")]
@@ -235,11 +250,11 @@ class Link(Model):
     """A way from one page to another."""
 
     to: Name = Field(description="Destination page.")
-    action: Action
+    action: Action = Field(description="What takes the game there: tap, swipe, key or wait.")
     cost: float | None = Field(None, gt=0, description="Route-planning cost; layered default `link_cost`.")
     expect: Name | None = Field(None, description="Page expected after the action; defaults to `to`.")
     policy: str | None = Field(None, description="Policy override for this hop.")
-    note: str | None = None
+    note: str | None = Field(None, description="Free text for people (where the button is, why the link is odd).")
 
     @property
     def expected_page(self) -> str:
@@ -252,29 +267,31 @@ class Control(Model):
     Tasks tap controls; the simulator models their effect (`shows`: the popup that appears after the tap).
     """
 
-    button: Name
+    button: Name = Field(description="The button tapped.")
     shows: Name | None = Field(None, description="Popup that appears after tapping (modelled by the simulator).")
-    note: str | None = None
+    note: str | None = Field(None, description="Free text for people.")
 
 
 class TextField(Model):
     """A value a page shows as text, read with OCR by tasks (for example a commission count)."""
 
-    name: Name
-    area: PerServer[Area]
+    name: Name = Field(description="The field's name, as tasks and goals refer to it.")
+    area: PerServer[Area] = Field(description="Region whose text is read.")
     pattern: str = Field(description="Regular expression; its first group (or the whole match) is the value.")
     sample: PerServer[str] = Field(description="Text the simulator draws here.")
 
 
 class Page(Model):
-    name: Name
-    description: str = ""
+    name: Name = Field(description="Unique page name (ALAS's page_* names for Azur Lane).")
+    description: str = Field("", description="One sentence for people and for the agent's prompt.")
     signatures: list[Signature] = Field(
         default_factory=list, description="All must hit for the page to be observed; use any_of for variants."
     )
-    links: list[Link] = Field(default_factory=list)
+    links: list[Link] = Field(default_factory=list, description="The ways from this page to others.")
     loading: float | None = Field(None, ge=0, description="Seconds this page may take to appear.")
-    defaults: Defaults | None = None
+    defaults: Defaults | None = Field(
+        None, description="Layered defaults for this page's links and signatures (beat the graph's)."
+    )
     controls: list[Control] = Field(default_factory=list, description="Buttons that act without leaving.")
     fields: list[TextField] = Field(default_factory=list, description="Text values tasks read with OCR.")
 
@@ -282,9 +299,9 @@ class Page(Model):
 class Popup(Model):
     """Something that covers a page until dismissed (announcements, rewards, confirmations)."""
 
-    name: Name
-    description: str = ""
-    signatures: list[Signature] = Field(min_length=1)
+    name: Name = Field(description="Unique popup name.")
+    description: str = Field("", description="One sentence for people and for the agent's prompt.")
+    signatures: list[Signature] = Field(min_length=1, description="All must hit for the popup to be observed.")
     dismiss: list[Action] = Field(min_length=1, description="Actions that make the popup go away, in order.")
     priority: int = Field(0, description="Higher is checked and dismissed first.")
     blocking: bool = Field(True, description="Whether it blocks navigation until dismissed.")
@@ -304,20 +321,31 @@ class App(Model):
 class GraphFile(Model):
     """One YAML file of a graph folder. Files are merged; graph-wide fields may be set once."""
 
-    game: str | None = None
+    game: str | None = Field(None, description="The game's name (one per graph; the folder's files agree).")
     resolution: tuple[int, int] | None = Field(None, description="Reference (width, height), e.g. [1280, 720].")
-    servers: list[Name] | None = None
-    fallback_server: Name | None = None
-    unknown_page: Name | None = None
+    servers: list[Name] | None = Field(
+        None, description=(
+                    "The game servers per-server values may name, e.g. [en, cn, jp, tw]; the first is the default.")
+    )
+    fallback_server: Name | None = Field(
+        None, description="The server whose value or asset is used where another server has none."
+    )
+    unknown_page: Name | None = Field(
+        None, description="The name of a page standing for an unknown screen, never a navigation target."
+    )
     start_page: Name | None = Field(None, description="Page a fresh game session starts on (a login screen).")
     app: App | None = Field(None, description="The game's Android package and activity, per server.")
-    defaults: Defaults | None = None
+    defaults: Defaults | None = Field(
+        None, description="Layered defaults for every page, link and signature of the graph."
+    )
     loading_signatures: list[Signature] | None = Field(
         None, description="Signatures of the game's loading screen (all must hit); none means no such screen."
     )
-    buttons: list[Button] = Field(default_factory=list)
-    pages: list[Page] = Field(default_factory=list)
-    popups: list[Popup] = Field(default_factory=list)
+    buttons: list[Button] = Field(
+        default_factory=list, description="Named buttons, declared once and referred to by name."
+    )
+    pages: list[Page] = Field(default_factory=list, description="The game's screens and the links between them.")
+    popups: list[Popup] = Field(default_factory=list, description="What covers a page until dismissed.")
 
 
 class Graph(Model):

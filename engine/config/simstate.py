@@ -42,8 +42,8 @@ class Condition(_Model):
     """Compares a counter, or the number of items of a list (in `state`, if given), with `above` and `below`
     (without either: holds while the value is above 0)."""
 
-    counter: str | None = None
-    list: str | None = None
+    counter: str | None = Field(None, description="The counter compared (or `list`).")
+    list: str | None = Field(None, description="The list whose items are counted (or `counter`).")
     state: str | None = Field(None, description="Count only the list's items in this state.")
     above: int | None = Field(None, description="Holds only while the value is above this.")
     below: int | None = Field(None, description="Holds only while the value is below this.")
@@ -62,11 +62,11 @@ class Effect(_Model):
 
     show: str | None = Field(None, description="A popup that appears.")
     add: str | None = Field(None, description="A counter that moves by `by`.")
-    by: int = 1
+    by: int = Field(1, description="With add: how much the counter moves.")
     remove: str | None = Field(None, description="A list (items in state `where`, else all), or `row`: the tapped row.")
     change: str | None = Field(None, description="A list (items in state `where`) or `row`: their state becomes `to`.")
-    where: str | None = None
-    to: str | None = None
+    where: str | None = Field(None, description="With remove or change: only the items in this state.")
+    to: str | None = Field(None, description="With change: the items' new state.")
     seconds: float | None = Field(None, ge=0, description="With change: the timer restarts with this many seconds.")
 
     @model_validator(mode="after")
@@ -80,11 +80,11 @@ class Effect(_Model):
 
 
 class Counter(_Model):
-    name: str
-    page: str
+    name: str = Field(description="The counter's name, as conditions and effects refer to it.")
+    page: str = Field(description="The page that shows it.")
     area: Area | None = Field(None, description="Where the value is drawn; or `field`, a text field of the page.")
-    field: str | None = None
-    value: int = 0
+    field: str | None = Field(None, description="A text field of the page that shows the value (or `area`).")
+    value: int = Field(0, description="The value at the start.")
     max: int | None = Field(None, ge=0, description="Drawn as value/max when given.")
     of: Condition | None = Field(None, description="A derived counter: the number of items of a list.")
 
@@ -101,12 +101,12 @@ class Dot(_Model):
     """A red dot at `at` (a circle the state draws), or a graph `button`'s template at its area (ALAS's red-dot
     assets), shown while `when` holds."""
 
-    name: str
-    page: str
-    at: Point | None = None
+    name: str = Field(description="The dot's name.")
+    page: str = Field(description="The page it is drawn on.")
+    at: Point | None = Field(None, description="[x, y] of the circle's centre (or `button`).")
     button: str | None = Field(None, description="A graph button whose template (asset) is the dot.")
-    radius: int = Field(8, ge=2, le=40)
-    when: Condition
+    radius: int = Field(8, ge=2, le=40, description="The circle's radius in pixels.")
+    when: Condition = Field(description="The dot shows while this holds.")
 
     @model_validator(mode="after")
     def _where(self) -> Dot:
@@ -116,25 +116,25 @@ class Dot(_Model):
 
 
 class Item(_Model):
-    name: str
-    state: str
+    name: str = Field(description="The item's name, drawn on its row.")
+    state: str = Field(description="Its state, one of the list's `states`.")
     seconds: float = Field(0, ge=0, description="Time left on the list's timer (for items in its `from` state).")
 
 
 class Timer(_Model):
-    from_: str = Field(alias="from")
-    to: str
+    from_: str = Field(alias="from", description="Items in this state count down their `seconds`...")
+    to: str = Field(description="...and move to this state when they reach 0.")
 
 
 class RowButton(_Model):
     """The button a row shows in one state: `text` drawn in `area`, or a graph `button`'s template pasted with its
     top-left corner at `area`'s (so template matching finds it on every row); `area` is relative to the row."""
 
-    text: str | None = None
+    text: str | None = Field(None, description="Text drawn as the button (or `button`).")
     button: str | None = Field(None, description="A graph button with a template (asset), drawn on each row.")
-    area: Area
+    area: Area = Field(description="[x1, y1, x2, y2] relative to the row.")
     when: Condition | None = Field(None, description="While false, the row's button does nothing.")
-    do: list[Effect] = Field(default_factory=list)
+    do: list[Effect] = Field(default_factory=list, description="What tapping it does.")
 
     @model_validator(mode="after")
     def _look(self) -> RowButton:
@@ -144,14 +144,16 @@ class RowButton(_Model):
 
 
 class ItemList(_Model):
-    name: str
-    page: str
+    name: str = Field(description="The list's name, as conditions and effects refer to it.")
+    page: str = Field(description="The page that shows it.")
     area: Area = Field(description="Rows are stacked from the top of this area; those that do not fit are not shown.")
-    row_height: int = Field(gt=8)
-    states: list[str] = Field(default_factory=lambda: ["ready", "running", "done"], min_length=1)
-    timer: Timer | None = None
+    row_height: int = Field(gt=8, description="Height of one row in pixels.")
+    states: list[str] = Field(
+        default_factory=lambda: ["ready", "running", "done"], min_length=1, description="The states an item can be in."
+    )
+    timer: Timer | None = Field(None, description="A countdown moving items from one state to another.")
     buttons: dict[str, RowButton] = Field(default_factory=dict, description="State -> the button its rows show.")
-    items: list[Item] = Field(default_factory=list)
+    items: list[Item] = Field(default_factory=list, description="The items at the start.")
     refill: str | None = Field(None, description="A removed item is replaced by a new one in this state at the end of "
                                                  "the list (a game that offers new work as old work is collected).")
 
@@ -159,13 +161,13 @@ class ItemList(_Model):
 class Tap(_Model):
     """What tapping `button` (a graph button) or `area` (drawn by the state with `text`) does on `page`."""
 
-    page: str
-    button: str | None = None
-    area: Area | None = None
-    text: str | None = None
+    page: str = Field(description="The page where the tap acts.")
+    button: str | None = Field(None, description="A graph button tapped (or `area`).")
+    area: Area | None = Field(None, description="A region tapped (or `button`), drawn with `text`.")
+    text: str | None = Field(None, description="Text drawn in `area`.")
     draw: bool = Field(False, description="Draw `button` (its template) on the page while `when` holds.")
     when: Condition | None = Field(None, description="Without it the tap always acts; while false it does nothing.")
-    do: list[Effect] = Field(min_length=1)
+    do: list[Effect] = Field(min_length=1, description="What the tap does.")
 
     @model_validator(mode="after")
     def _target(self) -> Tap:
@@ -177,11 +179,13 @@ class Tap(_Model):
 class StateSpec(_Model):
     """A state file: counters, dots, lists and taps (see the module docstring)."""
 
-    description: str = ""
-    counters: list[Counter] = Field(default_factory=list)
-    dots: list[Dot] = Field(default_factory=list)
-    lists: list[ItemList] = Field(default_factory=list)
-    taps: list[Tap] = Field(default_factory=list)
+    description: str = Field("", description="One sentence for people.")
+    counters: list[Counter] = Field(default_factory=list, description="Numbers the game shows (coins, a daily count).")
+    dots: list[Dot] = Field(default_factory=list, description="Red dots and what makes them show.")
+    lists: list[ItemList] = Field(
+        default_factory=list, description="Lists of rows with states and timers (commissions, research)."
+    )
+    taps: list[Tap] = Field(default_factory=list, description="What tapping a button or region does to the state.")
 
     def with_overrides(self, overrides: dict[str, Any] | None) -> StateSpec:
         """This spec with initial values replaced: {counter: int, list: [items]} (a scenario's `state:`).

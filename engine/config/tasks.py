@@ -111,9 +111,9 @@ class Condition(Model):
     """Something observable: a page, a popup, the absence of blocking popups, a value read with OCR, a template
     that shows or does not show (all given must hold)."""
 
-    page: Name | None = None
-    popup: Name | None = None
-    no_popup: bool | None = None
+    page: Name | None = Field(None, description="The current screen is this page.")
+    popup: Name | None = Field(None, description="This popup shows.")
+    no_popup: bool | None = Field(None, description="true: no blocking popup shows.")
     value: ValueCheck | None = Field(None, description="An OCR text field compared with a constant or a field.")
     shows: MatchCheck | None = Field(None, description="Holds while the button's template matches in the area.")
     hides: MatchCheck | None = Field(None, description="Holds while it does not: the red dot is gone, the list "
@@ -132,7 +132,7 @@ class _Step(Model):
 
 class GotoStep(_Step):
     type: Literal["goto"]
-    page: Name
+    page: Name = Field(description="Navigate to this page and verify arrival.")
 
 
 class TapStep(_Step, TapAction):
@@ -156,13 +156,13 @@ class KeyStep(_Step, KeyAction):
 
 class WaitForStep(_Step):
     type: Literal["wait_for"]
-    until: Condition
-    timeout: float = Field(10.0, gt=0, le=60)
+    until: Condition = Field(description="What must become true.")
+    timeout: float = Field(10.0, gt=0, le=60, description="Seconds to wait at most.")
 
 
 class DismissPopupsStep(_Step):
     type: Literal["dismiss_popups"]
-    max: int = Field(5, ge=1, le=20)
+    max: int = Field(5, ge=1, le=20, description="At most this many dismissals.")
 
 
 class ReadStep(_Step):
@@ -173,9 +173,9 @@ class ReadStep(_Step):
 
 class RepeatStep(_Step):
     type: Literal["repeat"]
-    until: Condition
-    do: list[Step] = Field(min_length=1)
-    max: int = Field(10, ge=1, le=100)
+    until: Condition = Field(description="Checked before each round: once it holds, stop.")
+    do: list[Step] = Field(min_length=1, description="The steps of one round.")
+    max: int = Field(10, ge=1, le=100, description="At most this many rounds.")
 
 
 class ForEachMatchStep(_Step):
@@ -194,17 +194,17 @@ class ForEachMatchStep(_Step):
 
 
 class SwipeSpec(Model):
-    start: Point
-    end: Point
-    duration_ms: int = Field(300, gt=0, le=10_000)
+    start: Point = Field(description="[x, y] where each swipe starts.")
+    end: Point = Field(description="[x, y] where each swipe ends.")
+    duration_ms: int = Field(300, gt=0, le=10_000, description="Length of each swipe in milliseconds.")
 
 
 class ScrollStep(_Step):
     """Swipe until a condition holds or the list stops moving (an unchanged frame)."""
 
     type: Literal["scroll"]
-    swipe: SwipeSpec
-    until: Condition
+    swipe: SwipeSpec = Field(description="The swipe repeated.")
+    until: Condition = Field(description="Stop once this holds.")
     max: int = Field(10, ge=1, le=100, description="At most this many swipes.")
 
 
@@ -212,7 +212,7 @@ class RunStep(_Step):
     """Run another task (its steps, then its success criteria)."""
 
     type: Literal["run"]
-    task: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$")]
+    task: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$", description="The task to run, by name.")]
     optional: bool = Field(False, description="A failure of the called task is recorded and this task goes on.")
 
 
@@ -224,13 +224,16 @@ Step = Annotated[
 
 
 class Task(Model):
-    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$")]
-    description: str
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.\-]*$",
+                               description="Unique task name, lower case with dots (commission.collect).")]
+    description: str = Field(description="One sentence for people, `alas_tools` and the agent.")
     preconditions: list[Name] = Field(
         default_factory=list, description="Pages the task may start from; empty means anywhere."
     )
-    steps: list[Step] = Field(min_length=1)
-    success: list[Condition] = Field(min_length=1)
+    steps: list[Step] = Field(min_length=1, description="What the task does, in order.")
+    success: list[Condition] = Field(
+        min_length=1, description="Checked by observation after the steps; all must hold for the task to be verified."
+    )
     policy: Name | None = Field(
         None, description="The policy (policies/) whose timeout bounds a run of this task; default the `run` "
                           "policy. A long routine such as a daily names its own.")
@@ -240,7 +243,7 @@ class Task(Model):
 
 
 class TaskFile(Model):
-    tasks: list[Task]
+    tasks: list[Task] = Field(description="The tasks of this file.")
 
 
 RepeatStep.model_rebuild()

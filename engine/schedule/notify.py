@@ -43,8 +43,13 @@ SEND_BOUND_S = 15.0
 
 
 class NotifyFile(Model):
-    channels: dict[str, str | list[str]] = Field(default_factory=dict)
-    min_interval_s: float = Field(600, ge=0, le=86400)
+    channels: dict[str, str | list[str]] = Field(
+        default_factory=dict, description=(
+                    "An Apprise URL (or a list) per channel: needs_human, restart, device_lost, stopped, database.")
+    )
+    min_interval_s: float = Field(
+        600, ge=0, le=86400, description="At most one message per channel and device per this many seconds."
+    )
 
 
 def load_notify(path: str | Path) -> NotifyFile | None:

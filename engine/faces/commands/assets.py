@@ -74,21 +74,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = commands.add_parser("import-alas", help="import the templates the graph names from an ALAS checkout "
                               "(warns on stderr about templates off their graph area)")
     imp.add_argument("alas_root", metavar="ALAS_ROOT", help="ALAS checkout (with assets/) or its assets folder")
-    imp.add_argument("--server", required=True)
-    imp.add_argument("--out", required=True, metavar="DIR")
-    imp.add_argument("--graph", default=None, metavar="GRAPH_DIR")
+    imp.add_argument("--server", required=True, help="the game server whose templates are imported (en, cn, ...)")
+    imp.add_argument("--out", required=True, metavar="DIR", help="the asset pack folder to write")
+    imp.add_argument("--graph", default=None, metavar="GRAPH_DIR",
+                     help="the graph whose buttons name the templates (default: the shipped default graph)")
     imp.set_defaults(handler=_import_alas)
 
     cap = commands.add_parser("capture", help="crop a button's template from a live screen at its declared area")
-    cap.add_argument("name", metavar="BUTTON")
+    cap.add_argument("name", metavar="BUTTON", help="the graph button whose declared area is cropped")
     cap.add_argument("--serial", default=None, help="device serial (default: the embedded simulator)")
-    cap.add_argument("--out", default="assets", metavar="DIR")
-    cap.add_argument("--graph", default=None, metavar="GRAPH_DIR")
-    cap.add_argument("--server", default=None)
+    cap.add_argument("--out", default="assets", metavar="DIR", help="the asset pack folder (default: assets)")
+    cap.add_argument("--graph", default=None, metavar="GRAPH_DIR",
+                     help="graph folder (default: the shipped default graph)")
+    cap.add_argument("--server", default=None, help="game server (default: the graph's first)")
     cap.set_defaults(handler=_capture)
 
     lst = commands.add_parser("list", help="list the template names of an asset folder")
-    lst.add_argument("dir")
-    lst.add_argument("--server", default=None)
+    lst.add_argument("dir", help="the asset folder (ALAS layout or ours)")
+    lst.add_argument("--server", default=None, help="list this server's templates (default: the graph's first)")
     lst.add_argument("--graph", default=None, metavar="GRAPH_DIR", help="whose fallback server an ALAS folder uses")
     lst.set_defaults(handler=_list)

@@ -49,6 +49,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     health.set_defaults(handler=_health)
 
     shot = sub.add_parser("screenshot", help="save one frame at the graph's resolution (a black frame is reported)")
-    shot.add_argument("out", metavar="OUT.png")
+    shot.add_argument("out", metavar="OUT.png", help="the PNG file to write")
     add_session_arguments(shot)
     shot.set_defaults(handler=lambda a: call_tool(a, "adb_screenshot", {}, image=check_image_path(a.out)))

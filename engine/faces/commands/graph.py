@@ -123,12 +123,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     graph = sub.add_parser("graph", help="draw the page graph as mermaid or graphviz dot")
     _graph_arg(graph)
-    graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
+    graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid",
+                       help="mermaid (the default: a flowchart for Markdown) or graphviz dot")
     graph.set_defaults(handler=_graph)
 
     route = sub.add_parser("route", help="plan the cheapest route between two pages")
-    route.add_argument("src", metavar="FROM")
-    route.add_argument("dst", metavar="TO")
+    route.add_argument("src", metavar="FROM", help="the page the route starts from")
+    route.add_argument("dst", metavar="TO", help="the page it leads to")
     _graph_arg(route, "--graph")
     route.add_argument("--json", action="store_true", help="print the route as JSON")
     route.set_defaults(handler=_route)

@@ -37,10 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         ("tap", "tap a point, then observe", ("x", "y"),
          lambda a: call_tool(a, "adb_tap", {"x": a.x, "y": a.y})),
     )
+    about = {"page": "the page to go to, by name (an unknown name gets the closest ones)",
+             "task": "the task's name, as `tasks` lists it", "x": "horizontal pixel, in the graph's resolution",
+             "y": "vertical pixel"}
     for name, help_text, positionals, handler in commands:
         parser = sub.add_parser(name, help=help_text)
         for positional in positionals:
-            parser.add_argument(positional, type=int if positional in ("x", "y") else str)
+            parser.add_argument(positional, type=int if positional in ("x", "y") else str, help=about[positional])
         if name == "run":
             parser.add_argument("--resume", action="store_true",
                                 help="a routine (such as daily) skips the tasks it already did today")
@@ -48,12 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         parser.set_defaults(handler=handler)
 
     parser = sub.add_parser("swipe", help="swipe X1 Y1 X2 Y2 [MS] (duration in ms, default 300), then observe")
-    parser.add_argument("numbers", nargs="+", type=int, metavar="N")
+    parser.add_argument("numbers", nargs="+", type=int, metavar="N",
+                        help="X1 Y1 X2 Y2 [MS]: from, to, and the duration in ms")
     add_session_arguments(parser)
     parser.set_defaults(handler=swipe)
 
     tasks = sub.add_parser("tasks", help="list the tasks `run` can run")
     tasks.add_argument("--graph", help="page graph folder (default: the shipped default graph)")
     tasks.add_argument("--server", help="game server (default: the graph's first)")
-    tasks.add_argument("--json", action="store_true")
+    tasks.add_argument("--json", action="store_true", help="print the tasks as JSON")
     tasks.set_defaults(handler=_tasks)

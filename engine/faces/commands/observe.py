@@ -114,7 +114,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("observe", help="classify screenshot files: page, popups, confidence, evidence")
-    parser.add_argument("frames", nargs="+", metavar="FRAME_OR_FOLDER")
+    parser.add_argument("frames", nargs="+", metavar="FRAME_OR_FOLDER",
+                        help="image files, or folders whose images are read (each unusable file is reported)")
     parser.add_argument("--graph", default=None, metavar="GRAPH_DIR", help="graph folder (default: the shipped default graph)")
     parser.add_argument("--assets", default=None, metavar="DIR",
                         help="asset pack: an ALAS checkout or an imported folder (default: $ENGINE_ASSETS, "

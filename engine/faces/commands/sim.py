@@ -122,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve = verbs.add_parser("serve", help="run a fake ADB server backed by the simulated game until Ctrl-C")
     _common(serve)
     serve.add_argument("--port", type=port, default=0, help="port to listen on (default: a free one)")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--serial", default=None,
                        help="the device's serial (default sim-0; with --adbd its ro.serialno, default sim-PORT)")
     serve.add_argument("--adbd", type=port, default=None, metavar="PORT",
@@ -140,8 +140,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     render = verbs.add_parser("render", help="write one page (optionally under popups) as a PNG")
     _common(render)
-    render.add_argument("page")
-    render.add_argument("out")
+    render.add_argument("page", help="the page to draw, by name")
+    render.add_argument("out", help="the PNG file to write")
     render.add_argument("--popup", action="append", help="show this popup on top (repeatable)")
     render.set_defaults(handler=_render)
 
