@@ -4,12 +4,18 @@ scripts/docs_reference.py writes them (CLI, YAML files, MCP tools, status words)
 never in docs/, so a change of a parser's help or a model's description shows at the next build and nothing
 hand-written can drift from the code. docs/guide/capture.md and docs/benchmarks/capture.md belong to the capture
 work: while they do not exist, a page saying so stands in for each, so the nav stays whole.
+
+Each benchmark page ends with the figures of the last run of its benchmark on the machine that builds the site, read
+from the JSON every run writes (benchmarks/results/<run>.json, benchmarks/conftest.py), never copied by hand.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +50,45 @@ def on_files(files: Files, config: Any) -> Files:
         if files.get_file_from_path(path) is None:
             files.append(File.generated(config, path, content=text))
     return files
+
+
+RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR") or HERE.parent / "benchmarks" / "results")
+FIGURES_TITLE = "## Figures of the last run here"
+
+
+def last_run_figures(test_file: str, results: Path = RESULTS) -> str:
+    """Markdown: the figures the newest run of `test_file` wrote (run, commit, machine, then one row a figure)."""
+    runs = sorted(results.glob("*.json"), reverse=True) if results.is_dir() else []
+    for path in runs:
+        try:
+            run = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        figures = {node: values for node, values in (run.get("figures") or {}).items()
+                   if node.split("::")[0] == f"benchmarks/{test_file}" and values}
+        if not figures:
+            continue
+        machine = run.get("machine") or {}
+        load = machine.get("load_average_at_start")
+        lines = [f"Run `{run.get('run', path.stem)}` (commit {run.get('commit')}, {machine.get('cpu')}, "
+                 f"{machine.get('cores')} cores, load {load[0] if load else '?'} at its start), from "
+                 f"`benchmarks/results/{path.name}`:", "",
+                 "| test | figure | value | kind |", "|---|---|---:|---|"]
+        for node, values in figures.items():
+            test = node.split("::", 1)[1]
+            for name, figure in values.items():
+                value = figure.get("value")
+                shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+                lines.append(f"| `{test}` | `{name}` | {shown} {figure.get('unit') or ''} | {figure.get('kind')} |")
+        return "\n".join(lines)
+    return (f"No run of `benchmarks/{test_file}` has written its figures on the machine that built this page "
+            "(`benchmarks/results/` is not committed): run the command at the top and build the site again.")
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    if not page.file.src_uri.startswith("benchmarks/") or FIGURES_TITLE in markdown:
+        return markdown
+    found = re.search(r"benchmarks/(test_\w+\.py)", markdown)
+    if not found:
+        return markdown
+    return f"{markdown.rstrip()}\n\n{FIGURES_TITLE}\n\n{last_run_figures(found.group(1))}\n"
