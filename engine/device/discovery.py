@@ -344,3 +344,23 @@ def follow_mumu(serial: str, probe=speaks_adb) -> str:
         return serial
     moved = [p for p in (port + 1, port - 1, port + 2, port - 2) if probe(p)]
     return f"127.0.0.1:{moved[0]}" if len(moved) == 1 else serial
+
+
+def follow_bluestacks(serial: str, emulator_paths: Iterable[str | Path] = ()) -> str:
+    """`serial` itself, or for ALAS's BlueStacks 5 Hyper-V names (``bluestacks5-hyperv``, ``bluestacks5-hyperv-1``)
+    the 127.0.0.1 port its bluestacks.conf gives now (it changes at every launch; ALAS connection_attr.py
+    find_bluestacks5_hyperv reads it the same way), looked for in the standard data folders and `emulator_paths`."""
+    from engine.device import emulators
+
+    if not emulators.BLUESTACKS_HYPERV.match(serial):
+        return serial
+    folders = [p for e, p in emulators.standard_folders() if e.read is emulators.read_bluestacks5]
+    for folder in [*folders, *(Path(p) for p in emulator_paths)]:
+        try:
+            conf = (folder / "bluestacks.conf").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        port = emulators.bluestacks_hyperv_port(serial, conf)
+        if port:
+            return f"127.0.0.1:{port}"
+    return serial

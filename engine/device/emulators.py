@@ -87,13 +87,76 @@ def _quoted(path: Path) -> str:
     return f'"{path}"'
 
 
+def mumu_manager(root: Path) -> Path:
+    """MuMuManager.exe of a MuMu 12 install: ``nx_main`` from 5.x on (MuMu 6 too), ``shell`` before. Sources: ALAS
+    emulator_windows.py (``MuMuNxMain.exe`` -> ``MuMuManager.exe`` beside it, "MuMuPlayer12 5.0"); MaaFramework
+    AdbDeviceWin32Finder.cpp ("MuMuPlayer v5+": nx_device/12.0/shell/MuMuNxDevice.exe, adb and MuMuManager in
+    ../../../nx_main; "MuMuPlayer v4": shell/MuMuPlayer.exe)."""
+    newer = root / "nx_main" / "MuMuManager.exe"
+    return newer if newer.is_file() or (root / "nx_main").is_dir() else root / "shell" / "MuMuManager.exe"
+
+
+def parse_mumu_manager(info: str, adb: str = "") -> dict[int, tuple[str, str, int]]:
+    """Instance index -> (name, adb host, adb port) from ``MuMuManager info --vmindex all`` and, where info gives no
+    address (MuMu 6: MaaFramework #1395), ``MuMuManager adb --vmindex all`` ({"adb_host", "adb_port"}, one object or
+    one per index). Source: MaaFramework AdbDeviceWin32Finder.cpp find_mumu_devices (the same fields and fallbacks);
+    text that is no JSON gives nothing."""
+    import json
+
+    def load(text: str) -> dict:
+        try:
+            data = json.loads(text) if text.strip() else {}
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    infos, adbs = load(info), load(adb)
+    if "index" in infos:  # one instance: the object itself
+        infos = {str(infos["index"]): infos}
+    found: dict[int, tuple[str, str, int]] = {}
+    for key, entry in infos.items():
+        if not isinstance(entry, dict) or not str(entry.get("index", key)).isdigit():
+            continue
+        index = int(entry.get("index", key))
+        host, port = entry.get("adb_host_ip"), entry.get("adb_port")
+        if not host or not port:
+            other = adbs if "adb_port" in adbs else adbs.get(str(index), {})
+            host, port = (other.get("adb_host"), other.get("adb_port")) if isinstance(other, dict) else (None, None)
+        if host and str(port).isdigit() and int(port) > 0:
+            found[index] = (str(entry.get("name") or index), str(host), int(port))
+    return found
+
+
+def _mumu_manager_ports(manager: Path, found: Found) -> dict[int, tuple[str, str, int]]:
+    """What MuMuManager says of every instance (Windows only, each call bounded)."""
+    if sys.platform != "win32" or not manager.is_file():
+        return {}
+    import subprocess
+
+    def run(*args: str) -> str:
+        try:
+            done = subprocess.run([str(manager), *args], capture_output=True, timeout=3.0)
+        except (OSError, subprocess.SubprocessError) as exc:
+            found.problems.append(f"{manager} {' '.join(args)}: {exc}")
+            return ""
+        return done.stdout.decode("utf-8", errors="replace")
+
+    info = run("info", "--vmindex", "all")
+    known = parse_mumu_manager(info)
+    if info and len(known) < info.count('"index"'):
+        known = parse_mumu_manager(info, run("adb", "--vmindex", "all"))
+    return known
+
+
 def read_mumu12(root: Path) -> Found:
-    """MuMu 12 (and MuMu X): ``vms/<name>/*.nemu`` (the files right in the instance's folder, as ALAS lists them)
-    forwards a host port to 5555; an instance whose file has no forwarding record (MuMu 12 v4.0.4's default one) is
-    on 16384 + 32 n. Source: ALAS emulator_windows.py iter_instances (MuMuPlayer12 branch: iter_folder(folder,
-    ext='.nemu'), then the v4.0.4 fix) and emulator_base.py MuMuPlayer12_id."""
+    """MuMu 12 (4.x, 5.x, MuMu 6) and MuMu X: ``vms/<name>/*.nemu`` (the files right in the instance's folder, as
+    ALAS lists them) forwards a host port to 5555; an instance whose file has no forwarding record (MuMu 12 v4.0.4's
+    default one) is on 16384 + 32 n; on Windows, MuMuManager's own answer (the live port) wins. Source: ALAS
+    emulator_windows.py iter_instances (MuMuPlayer12 branch: iter_folder(folder, ext='.nemu'), then the v4.0.4 fix)
+    and emulator_base.py MuMuPlayer12_id; MaaFramework AdbDeviceWin32Finder.cpp find_mumu_devices."""
     found = Found()
-    manager = root / "shell" / "MuMuManager.exe"
+    manager = mumu_manager(root)
+    live = _mumu_manager_ports(manager, found)
     for folder in _folders(root / "vms", found):
         port = None
         for nemu in sorted(folder.glob("*.nemu")):
@@ -105,6 +168,8 @@ def read_mumu12(root: Path) -> Found:
         match = _MUMU_ID.search(folder.name)
         if port is None and match:
             port, source = 16384 + 32 * int(match.group(1)), folder
+        if match and int(match.group(1)) in live and live[int(match.group(1))][1].startswith("127."):
+            port, source = live[int(match.group(1))][2], manager
         if port is None:
             continue
         # platform_windows.py _emulator_start/_emulator_stop: MuMuManager.exe api -v N shutdown_player/launch_player
@@ -158,8 +223,9 @@ def parse_ldconsole_list2(text: str) -> dict[int, str]:
 
 def read_bluestacks5(root: Path) -> Found:
     """BlueStacks 5 (also Hyper-V builds): ``bluestacks.conf`` in its data folder (UserDefinedDir) holds
-    ``bst.instance.<Name>.status.adb_port``, rewritten at every launch. Source: ALAS emulator_windows.py
-    iter_instances (BlueStacks5)."""
+    ``bst.instance.<Name>.status.adb_port``, rewritten at every launch; a Hyper-V instance (Nougat64, Pie64, Rvc64,
+    clones with _N) is also reachable as ALAS's ``bluestacks5-hyperv[-N]`` (bluestacks_hyperv_port). Source: ALAS
+    emulator_windows.py iter_instances (BlueStacks5), connection_attr.py find_bluestacks5_hyperv."""
     found = Found()
     conf = root / "bluestacks.conf"
     if not conf.is_file():
@@ -170,6 +236,39 @@ def read_bluestacks5(root: Path) -> Found:
         found.instances.append(Instance("BlueStacks 5", name, int(port), str(conf),
                                         (f'"HD-Player.exe" --instance {name}',)))
     return found
+
+
+BLUESTACKS_HYPERV = re.compile(r"bluestacks5-hyperv(?:-(\d+))?$")
+"""ALAS's names for BlueStacks 5 Hyper-V instances, whose port changes at every launch (connection_attr.py)."""
+
+
+def bluestacks_hyperv_port(serial: str, conf: str) -> int | None:
+    """The port of an ALAS-style Hyper-V serial (``bluestacks5-hyperv``, ``bluestacks5-hyperv-1``) in
+    bluestacks.conf's text: ``bst.instance.(Nougat64|Pie64|Rvc64)[_N].status.adb_port``. Source: ALAS
+    module/device/connection_attr.py find_bluestacks5_hyperv."""
+    match = BLUESTACKS_HYPERV.match(serial)
+    if match is None:
+        return None
+    suffix = f"_{match.group(1)}" if match.group(1) else ""
+    found = re.search(rf'bst\.instance\.(?:Nougat64|Pie64|Rvc64){suffix}\.status\.adb_port="(\d+)"', conf)
+    return int(found.group(1)) if found else None
+
+
+def bluestacks_data_folders() -> list[Path]:
+    """BlueStacks 5's data folders as its registry names them (UserDefinedDir of HKLM/SOFTWARE/BlueStacks_nxt and
+    _nxt_cn; Windows only). Source: ALAS emulator_windows.py iter_instances (BlueStacks5) and connection_attr.py."""
+    if sys.platform != "win32":
+        return []
+    import winreg  # noqa: PLC0415 - Windows only
+
+    folders = []
+    for key in (r"SOFTWARE\BlueStacks_nxt", r"SOFTWARE\BlueStacks_nxt_cn"):
+        try:
+            with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, key) as reg:
+                folders.append(Path(winreg.QueryValueEx(reg, "UserDefinedDir")[0]))
+        except OSError:
+            continue
+    return folders
 
 
 def _vbox_family(emulator: str, vms: Path, ext: str, restart: Callable[[str], tuple[str, ...]]) -> Found:
@@ -218,7 +317,7 @@ class Emulator:
 EMULATORS: tuple[Emulator, ...] = (
     Emulator("MuMu 12", read_mumu12,
              (r"%ProgramFiles%\Netease\MuMuPlayer-12.0", r"%ProgramFiles%\Netease\MuMuPlayerGlobal-12.0",
-              r"%ProgramFiles%\Netease\MuMu Player 12"),
+              r"%ProgramFiles%\Netease\MuMu Player 12", r"%ProgramFiles%\Netease\MuMuPlayer"),
              tuple(16384 + 32 * n for n in range(8)) + (7555,), r"vms\<name>\*.nemu (hostport of guest 5555)"),
     Emulator("LDPlayer", read_ldplayer,
              (r"C:\LDPlayer\LDPlayer9", r"C:\leidian\LDPlayer9", r"%ProgramFiles%\leidian\LDPlayer9",
@@ -248,6 +347,8 @@ def standard_folders() -> list[tuple[Emulator, Path]]:
             path = Path(os.path.expandvars(folder))
             if "%" not in str(path) and path.is_dir():
                 pairs.append((emulator, path))
+        if emulator.read is read_bluestacks5:  # a data folder moved elsewhere, as the registry says
+            pairs += [(emulator, p) for p in bluestacks_data_folders() if p.is_dir() and (emulator, p) not in pairs]
     return pairs
 
 

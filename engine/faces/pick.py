@@ -23,6 +23,7 @@ def resolve_serial(args: argparse.Namespace) -> None:
         args.serial = None
         return
     if serial != AUTO:
+        serial = discovery.follow_bluestacks(serial, getattr(args, "emulator_path", None) or ())
         moved = discovery.follow_mumu(serial)
         if moved != serial:
             print(f"device: nothing answers on {serial}; MuMu moved it to {moved}, using that", file=sys.stderr)

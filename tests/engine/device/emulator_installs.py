@@ -80,3 +80,36 @@ def memu(root: Path, ports: dict[str, int]) -> Path:
     for name, port in ports.items():
         machine_file(root / "MemuHyperv VMs" / name / f"{name}.memu", name, port)
     return root
+
+
+def mumu12_v5(root: Path, ports: dict[str, int | None]) -> Path:
+    """MuMu 12 5.x and MuMu 6 (the same layout): MuMuManager.exe and adb.exe in nx_main, the player in
+    nx_device/12.0/shell/MuMuNxDevice.exe, the instances in vms/ as before. Follows MaaFramework
+    source/MaaToolkit/AdbDevice/AdbDeviceWin32Finder.cpp ("MuMuPlayer v5+": keyword MuMuNxDevice.exe, adb at
+    ..\\..\\..\\nx_main\\adb.exe, MuMuManager.exe beside it) and ALAS emulator_windows.py ("MuMuPlayer12 5.0":
+    MuMuNxMain.exe and MuMuManager.exe in one folder, vms one level up)."""
+    mumu12(root, ports)
+    for exe in ("nx_main/MuMuManager.exe", "nx_main/MuMuNxMain.exe", "nx_main/adb.exe",
+                "nx_device/12.0/shell/MuMuNxDevice.exe"):
+        (root / exe).parent.mkdir(parents=True, exist_ok=True)
+        (root / exe).write_bytes(b"MZ")
+    return root
+
+
+# `MuMuManager info --vmindex all` and `MuMuManager adb --vmindex all` as MaaFramework's find_mumu_devices reads them
+# (AdbDeviceWin32Finder.cpp, structs MumuInfo {index, name, adb_host_ip, adb_port} and MumuAdbInfo {adb_host,
+# adb_port}): MuMu 12 4.x/5.x put the address in `info`; MuMu 6 leaves it out and answers `adb` (MaaFramework #1395).
+MUMU_INFO_V5 = ('{"0": {"index": "0", "name": "MuMu", "adb_host_ip": "127.0.0.1", "adb_port": 16384}, '
+                '"1": {"index": "1", "name": "Farm", "adb_host_ip": "127.0.0.1", "adb_port": 16416}}')
+MUMU_INFO_V6 = '{"0": {"index": "0", "name": "MuMu"}, "1": {"index": "1", "name": "Farm"}}'
+MUMU_ADB_V6 = ('{"0": {"adb_host": "127.0.0.1", "adb_port": 16384}, '
+               '"1": {"adb_host": "127.0.0.1", "adb_port": 16418}}')
+MUMU_INFO_V6_ONE = '{"index": "0", "name": "MuMu"}'
+MUMU_ADB_V6_ONE = '{"adb_host": "127.0.0.1", "adb_port": 16384}'
+
+
+def bluestacks5_hyperv(root: Path, ports: dict[str, int]) -> Path:
+    """BlueStacks 5 Hyper-V's bluestacks.conf: instances named Nougat64, Pie64 or Rvc64, clones with _N, each
+    port rewritten at launch. Follows ALAS module/device/connection_attr.py find_bluestacks5_hyperv (the names it
+    matches for bluestacks5-hyperv and bluestacks5-hyperv-N) and emulator_windows.py iter_instances (BlueStacks5)."""
+    return bluestacks5(root, ports)
