@@ -34,10 +34,10 @@ REQUIRED_FIELDS = ("game", "resolution", "servers", "fallback_server")
 ITEM_MODELS: dict[str, type[BaseModel]] = {"buttons": Button, "pages": Page, "popups": Popup}
 SKIPPED_FILE_PREFIX = "tasks"
 """Files whose name starts with this are task lists, not graph files."""
-COMPANION_PREFIXES = (SKIPPED_FILE_PREFIX, "goals", "sim_state", "schedule", "draft")
+COMPANION_PREFIXES = (SKIPPED_FILE_PREFIX, "goals", "sim_state", "schedule", "draft", "sim_style")
 """Files beside the graph that are not graph files (tasks, goals, the simulator's state, the schedule, the
-explorer's draft.yaml); ``engine.config.loader`` checks them with their own loaders (the draft is checked by
-engine.explore.draft, above this floor)."""
+explorer's draft.yaml, the simulator's drawing style); ``engine.config.loader`` checks them with their own loaders
+(the draft is checked by engine.explore.draft and the style by engine.sim.style, above this floor)."""
 
 
 def _all_field_names() -> list[str]:

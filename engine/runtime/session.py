@@ -224,12 +224,12 @@ def _open_device(graph: Graph, policies: Policies, serial: str | None, pack: Any
                             control=control), None, pack)
     from engine.config.simstate import state_beside
     from engine.runtime.devices import open_simulated
-    from engine.sim import Scenario
+    from engine.sim import Scenario, style_beside
 
     if isinstance(scenario, (str, Path)):
         scenario = Scenario.from_file(scenario)
     device = open_simulated(graph, policies=policies, control=control, assets=pack, scenario=scenario,
-                            seed=seed or 0, state=state_beside(graph_dir, graph),
+                            seed=seed or 0, state=state_beside(graph_dir, graph), style=style_beside(graph_dir),
                             **({"clock": clock} if clock is not None else {}))
     return device, device.sim, pack if pack is not None else device.sim.assets  # closing the device stops it
 

@@ -21,6 +21,7 @@ from engine.sim.game import SimGame
 from engine.sim.overlay import Overlay
 from engine.sim.render import Renderer, SyntheticAssets
 from engine.sim.scenario import Faults, Scenario
+from engine.sim.style import Style, style_beside
 
 __all__ = [
     "AdbdServer",
@@ -31,8 +32,10 @@ __all__ = [
     "Renderer",
     "Scenario",
     "SimGame",
+    "Style",
     "SyntheticAssets",
     "start_embedded",
+    "style_beside",
 ]
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,7 @@ def start_embedded(
     serial: str = "sim-0",
     clock: Callable[[], float] = time.monotonic,
     state: StateSpec | None = None,
+    style: Style | None = None,
 ) -> EmbeddedSim:
     """Build a SimGame and serve it on a free loopback port in this process (daemon threads).
 
@@ -79,6 +83,8 @@ def start_embedded(
         graph: the game to simulate; None loads the shipped default graph (engine.config.loader.load_graph()).
         assets: template pixels to paste; None draws the simulator's synthetic pack.
         state: the page state the game holds (engine.config.simstate.state_beside), or None for none.
+        style: the graph's drawing style (engine.sim.style.style_beside), or None to draw as the simulator always
+            did.
     """
     if graph is None:
         from engine.config.loader import (
@@ -86,7 +92,13 @@ def start_embedded(
         )
 
         graph = load_graph().resolve()
-    game = SimGame(graph, assets=assets, scenario=scenario, seed=seed, clock=clock, state=state)
+    if style is not None:
+        from engine.sim.styledgame import StyledGame
+
+        game: SimGame = StyledGame(graph, style, assets=assets, scenario=scenario, seed=seed, clock=clock,
+                                   state=state)
+    else:
+        game = SimGame(graph, assets=assets, scenario=scenario, seed=seed, clock=clock, state=state)
     fake = FakeAdbServer({serial: game}).start()
     log.info("embedded simulator serving %s on 127.0.0.1:%d", serial, fake.port)
     return EmbeddedSim(host=fake.host, port=fake.port, serial=serial, game=game, server=fake)

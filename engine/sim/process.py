@@ -34,10 +34,12 @@ class SharedClock:
 
 def _serve(conn: Any, graph_dir: Any, server: str | None, scenario: Any, seed: int, clock: SharedClock | None) -> None:
     from engine.config.loader import load_graph
-    from engine.sim import SyntheticAssets, start_embedded
+    from engine.sim import SyntheticAssets, start_embedded, style_beside
 
     graph = load_graph(graph_dir).resolve(server)
-    sim = start_embedded(graph, assets=SyntheticAssets(graph), scenario=scenario, seed=seed,
+    style = style_beside(graph_dir)
+    sim = start_embedded(graph, assets=None if style is not None else SyntheticAssets(graph), scenario=scenario,
+                         seed=seed, style=style,
                          clock=clock.now if clock is not None else time.monotonic)
     conn.send((sim.host, sim.port, sim.serial))
     try:
