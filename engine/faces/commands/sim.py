@@ -1,4 +1,5 @@
-"""``python -m engine sim``: serve the simulated game over the ADB protocol, or render one of its pages."""
+"""``python -m engine sim``: serve the simulated game over the ADB protocol, render one of its pages, or generate a
+game from a seed (engine.sim.generate)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ log = logging.getLogger(__name__)
 def _build_game(args: argparse.Namespace):
     from engine.config.loader import load_graph
     from engine.config.simstate import state_beside
-    from engine.sim import SimGame
+    from engine.sim import SimGame, style_beside
     from engine.sim.scenario import Scenario
 
     graph = load_graph(args.graph).resolve(args.server)
@@ -26,6 +27,12 @@ def _build_game(args: argparse.Namespace):
 
         assets = load_pack(args.assets, graph.server, fallback=graph.fallback_server)
     scenario = Scenario.from_file(args.scenario) if getattr(args, "scenario", None) else None
+    style = style_beside(args.graph)
+    if style is not None:  # a graph folder drawn in its own style (engine.sim.style), as `sim generate` writes
+        from engine.sim.styledgame import StyledGame
+
+        return StyledGame(graph, style, assets=assets, scenario=scenario, seed=getattr(args, "seed", None),
+                          state=state_beside(args.graph, graph))
     return SimGame(graph, assets=assets, scenario=scenario, seed=getattr(args, "seed", None),
                    state=state_beside(args.graph, graph))
 
@@ -98,6 +105,17 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _generate(args: argparse.Namespace) -> int:
+    from engine.sim.generate import generate
+
+    try:
+        folder = generate(args.seed, args.out)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the game into {args.out}: {exc.strerror or exc}") from None
+    print(folder)
+    return 0
+
+
 def seconds(text: str) -> float:
     """An argparse type: a positive, finite number of seconds."""
     try:
@@ -144,5 +162,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     render.add_argument("out", help="the PNG file to write")
     render.add_argument("--popup", action="append", help="show this popup on top (repeatable)")
     render.set_defaults(handler=_render)
+
+    generate = verbs.add_parser("generate", help="write a generated game (graph YAML and its drawing style) from a "
+                                "seed into a folder the simulator plays like any graph")
+    generate.add_argument("--seed", type=int, required=True, help="the game's seed: the same seed writes the same "
+                          "game, byte for byte")
+    generate.add_argument("--out", required=True, help="folder to write the game into (created)")
+    generate.set_defaults(handler=_generate)
 
     sim.set_defaults(handler=lambda args: (sim.print_help(sys.stderr), 2)[1])
