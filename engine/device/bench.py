@@ -130,9 +130,10 @@ def bench_touch(device: AdbDevice, count: int = DEFAULT_COUNT, methods=TOUCH_MET
 
 
 def rank(rows: list[Row], kind: str) -> list[str]:
-    """Methods of `kind` that worked (and, for capture, were lossless), fastest p50 first."""
+    """Methods of `kind` that worked (and, for capture, were lossless), fastest p50 first; for touch, a method
+    whose time is a round trip comes before minitouch, whose time is only a write (it acknowledges nothing)."""
     usable = [r for r in rows if r.kind == kind and r.ok and r.lossless is not False]
-    return [r.method for r in sorted(usable, key=lambda r: r.p50_ms or 0.0)]
+    return [r.method for r in sorted(usable, key=lambda r: (r.method == "minitouch", r.p50_ms or 0.0))]
 
 
 def boot_time(device: AdbDevice) -> float | None:

@@ -5,7 +5,9 @@
   source/MaaAdbControlUnit/Screencap/RawWithGzip.cpp, its ``ScreencapRawWithGzip`` command and
   ``ScreencapHelper::decode_gzip``). Fewer bytes over a slow transport for the device's deflate time.
 - ``nc``: ``screencap | nc -w 3 127.0.0.1 PORT`` into a socket the engine listens on, reached through
-  ``adb reverse tcp:PORT tcp:HOSTPORT``: ALAS's ADB_nc (module/device/method/adb.py ``screenshot_adb_nc``,
+  ``adb reverse tcp:PORT tcp:HOSTPORT``; where the device refuses reverse (adbd before Android 9 over TCP),
+  ``screencap | nc -l -p PORT`` reached through ``adb forward tcp:0 tcp:PORT`` (toybox netcat.c's -l: one
+  connection): ALAS's ADB_nc (module/device/method/adb.py ``screenshot_adb_nc``,
   connection.py ``adb_shell_nc`` and ``reverse_server``: the reverse route it takes for BlueStacks Hyper-V and
   unknown devices) and MaaFramework's RawByNetcat (RawByNetcat.cpp: ``nc -w 3``, a one-second read bound). The bytes
   leave the shell stream: the device's tty layer and shell service are out of the way.
@@ -44,6 +46,8 @@ MAX_INFLATED = 10_000 * 10_000 * 4 + 64
 """The most a gzip frame may inflate to (the largest frame decode_raw accepts): a bomb stops here."""
 NC_WAIT = 3
 """nc's own -w: seconds it may take to connect (MaaFramework's RawByNetcat uses 3)."""
+FORWARD_PORT = 27183
+"""The device port ``nc -l`` listens on when nc goes through adb forward (any port the device leaves free)."""
 
 
 class Capture:
@@ -58,6 +62,8 @@ class Capture:
         """Methods dropped from the order (no frame at all), for health and the stored pick."""
         self._listener: socket.socket | None = None
         self._device_port: int | None = None
+        self._forward: tuple[int, int] | None = None
+        """(host port, device port) once reverse was refused and nc goes through adb forward."""
         self.on_fail = None
         """Called with a method dropped from the order (engine.device.bench marks a stored pick failed)."""
 
@@ -136,7 +142,14 @@ class Capture:
 
     def _by_socket(self) -> bytes:
         device = self.device
-        port = self._reverse()
+        if self._forward is None:
+            try:
+                port = self._reverse()
+            except BadFrame as exc:
+                log.info("%s; nc goes through adb forward on %s", exc, device.serial)
+                self._forward = self._forwarded()
+        if self._forward is not None:
+            return self._by_forward(*self._forward)
         left = device._client.remaining() or device._client.default_bound
         conn = device._adb.open_transport()
         try:
@@ -160,8 +173,62 @@ class Capture:
         finally:
             conn.close()
 
+    def _forwarded(self) -> tuple[int, int]:
+        """``adb forward tcp:0 tcp:PORT`` (the server picks the host port and sends it after its two OKAYs)."""
+        remote = FORWARD_PORT
+        conn = self.device._client.make_connection()
+        try:
+            conn.send_command(f"host-serial:{self.device.serial}:forward:tcp:0;tcp:{remote}")
+            conn.check_okay()
+            conn.check_okay()
+            return int(conn.read_string_block()), remote
+        except Exception as exc:
+            raise BadFrame(f"neither adb reverse nor adb forward works here ({exc})",
+                           serial=self.device.serial) from exc
+        finally:
+            conn.close()
+
+    def _by_forward(self, local: int, remote: int) -> bytes:
+        """``screencap | nc -l -p PORT`` on the device, then connections to the forwarded host port until one
+        brings the frame (one that comes before nc listens is closed empty by the device), within the bound."""
+        import time
+
+        device = self.device
+        left = device._client.remaining() or device._client.default_bound
+        end = time.monotonic() + min(left, NC_WAIT + 1.0)
+        conn = device._adb.open_transport()
+        try:
+            conn.send_command(f"shell:screencap | nc -l -p {remote}")
+            while time.monotonic() < end:
+                with socket.create_connection((device.host, local), timeout=max(0.05, end - time.monotonic())) as peer:
+                    peer.settimeout(max(0.05, end - time.monotonic()))
+                    out = bytearray()
+                    try:
+                        while chunk := peer.recv(1 << 20):
+                            out += chunk
+                    except socket.timeout:
+                        pass
+                if out:
+                    return bytes(out)
+                time.sleep(0.02)
+            raise DeviceTimeout("nc -l gave no frame through adb forward in time", serial=device.serial)
+        finally:
+            conn.close()
+
     def close(self) -> None:
-        """Stop listening and ask the device to drop the reverse port (best effort)."""
+        """Stop listening and ask the device to drop the reverse port, the server its forward (best effort)."""
+        forward, self._forward = self._forward, None
+        if forward is not None:
+            try:
+                with self.device._client.bounded(1.0):
+                    conn = self.device._client.make_connection()
+                    try:
+                        conn.send_command(f"host-serial:{self.device.serial}:killforward:tcp:{forward[0]}")
+                        conn.check_okay()
+                    finally:
+                        conn.close()
+            except Exception as exc:  # the server may be gone
+                log.debug("forward not removed on %s: %s", self.device.serial, exc)
         listener, self._listener = self._listener, None
         if listener is None:
             return

@@ -179,6 +179,8 @@ class FakeAdbServer:
                     connect_local(device, remote.removeprefix("localabstract:"), sock, self._stopping)
                 except OSError as exc:
                     log.debug("forwarded connection ended: %s", exc)
+            elif device is not None and remote in device.listeners:  # an `nc -l -p PORT` on the device
+                device.listeners[remote](sock.dup())
 
     # ------------------------------------------------------------------ connection plumbing
 

@@ -43,6 +43,24 @@ def test_every_method_gives_raws_frame(tiny_graph, fast_policies):
             assert "reverse:forward:tcp:0;tcp:" in " ".join(server.requests)
 
 
+def test_nc_goes_through_adb_forward_where_reverse_is_refused(tiny_graph, fast_policies, monkeypatch):
+    from engine.core.errors import BadFrame
+    from engine.device.capture import Capture
+
+    def refused(self):
+        raise BadFrame("adb reverse is refused here (closed)")
+
+    monkeypatch.setattr(Capture, "_reverse", refused)
+    game = SimGame(tiny_graph, seed=1)
+    with FakeAdbServer({"sim-0": game}) as server:
+        with AdbDevice("sim-0", host="127.0.0.1", port=server.port, policies=fast_policies) as device:
+            raw = device.capture.once("raw")
+            for _ in range(3):
+                assert np.array_equal(device.capture.once("nc"), raw)
+            assert any(r.startswith("shell:screencap | nc -l -p ") for r in server.requests)
+        assert server.forwards() == {}  # closing the device removed its forward
+
+
 def test_a_method_the_device_lacks_falls_down_the_list(tiny_graph, fast_policies, monkeypatch):
     game = SimGame(tiny_graph, seed=1)
     with FakeAdbServer({"sim-0": game}) as server:
@@ -55,6 +73,18 @@ def test_a_method_the_device_lacks_falls_down_the_list(tiny_graph, fast_policies
         device.capture.prefer("gzip", "raw")
         assert np.array_equal(device.screenshot(), game.frame())
         assert device.screenshot_method == "raw" and dropped == ["gzip"]
+
+
+def test_touch_methods_are_timed_without_pressing_anything(tiny_graph, fast_policies):
+    game = SimGame(tiny_graph, seed=1)
+    with FakeAdbServer({"sim-0": game}) as server:
+        with AdbDevice("sim-0", host="127.0.0.1", port=server.port, policies=fast_policies) as device:
+            rows = bench.bench_touch(device, 3)
+    assert {r.method for r in rows} == {"adb", "maatouch", "minitouch"}
+    assert game.truth()["page"] == tiny_graph.start_page and game.truth()["taps"] == 0
+    ranking = bench.rank(rows, "touch")
+    if "maatouch" in ranking and "minitouch" in ranking:  # a write is not a touch: the acknowledged agent first
+        assert ranking.index("maatouch") < ranking.index("minitouch")
 
 
 def test_the_pick_is_stored_used_and_measured_again_after_a_reboot_or_a_failure(tiny_graph, fast_policies):
@@ -164,3 +194,29 @@ def test_through_debians_adb_a_slow_link_picks_gzip_or_the_socket_and_a_fast_one
             assert "pick: capture" in done.stdout and "touch" in done.stdout
             stored = json.loads((Path(os.environ["ENGINE_HOME"]) / "device-picks.json").read_text())[serial]
             assert stored["capture"] in {r.method for r in report.rows} and stored["booted_at"]
+
+
+def test_every_method_through_debians_adb_reverse_and_forward(tiny_graph, real_adb, monkeypatch):
+    from engine.core.errors import BadFrame
+    from engine.device.capture import Capture
+
+    port, adb, _ = real_adb
+    game = SimGame(tiny_graph, seed=1)
+    with AdbdServer(game) as emulator:
+        serial = f"127.0.0.1:{emulator.port}"
+        assert "connected" in adb("connect", serial).stdout
+        with AdbDevice(serial, port=port) as device:
+            raw = device.capture.once("raw")
+            for method in METHODS:
+                assert np.array_equal(device.capture.once(method), raw), method
+            assert "tcp:" in adb("-s", serial, "reverse", "--list").stdout
+        assert adb("-s", serial, "reverse", "--list").stdout.strip() == ""  # closing removed it
+
+        def refused(self):
+            raise BadFrame("adb reverse is refused here")
+
+        monkeypatch.setattr(Capture, "_reverse", refused)
+        with AdbDevice(serial, port=port) as device:
+            assert np.array_equal(device.capture.once("nc"), raw)
+            assert "tcp:27183" in adb("forward", "--list").stdout
+        assert "tcp:27183" not in adb("forward", "--list").stdout
