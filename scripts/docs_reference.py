@@ -337,8 +337,14 @@ def statuses_page() -> str:
     for status in SUCCESS_STATUSES:
         out.append(f"| `{status}` | {cell(STATUS_MEANINGS.get(status, ''))} |")
     out += ["", "## Failures", "", "| status | meaning | suggested next step |", "|---|---|---|"]
+    import inspect as _inspect
+
+    from engine.core import errors
+
+    raised = {cls.status for _, cls in _inspect.getmembers(errors, _inspect.isclass)
+              if issubclass(cls, errors.EngineError)}
     for status, action in STATUSES.items():
-        if status in STOP_REASONS:
+        if status in STOP_REASONS and status not in raised:  # an episode's own end: listed below
             continue
         out.append(f"| `{status}` | {cell(STATUS_MEANINGS.get(status, ''))} | `{action}` |")
     out += ["", "## An agent's episode", "",
