@@ -138,7 +138,7 @@ def yaml_schemas() -> list[tuple[str, str, str, Callable[[], dict[str, Any]]]]:
         ("Schedule", "pages/<game>/schedule.yaml", "when each task is due (`python -m engine schema --schedule`)",
          schedule_json_schema),
         ("Policies", "policies/default.yaml, --policies FILE", "attempts, waits and bounds of every tool and hop",
-         PolicyFile.model_json_schema),
+         _policies_schema),
         ("Devices", "--devices devices.yaml", "the scheduler's devices and their emulators' restart commands",
          DevicesFile.model_json_schema),
         ("Notifications", "notify.yaml, --notify FILE", "the scheduler's Apprise channels",
@@ -148,6 +148,21 @@ def yaml_schemas() -> list[tuple[str, str, str, Callable[[], dict[str, Any]]]]:
     ]
 
 
+def _policies_schema() -> dict[str, Any]:
+    """The policy file's schema with its entries' own: PolicyFile keeps `policies` a plain mapping (each entry is
+    checked as a Policy when loaded, its key becoming its name), so the Policy model is joined in here."""
+    from engine.config.policies import Policy, PolicyFile
+
+    schema = PolicyFile.model_json_schema()
+    policy = Policy.model_json_schema()
+    schema.setdefault("$defs", {}).update(policy.pop("$defs", {}))
+    policy["properties"].pop("name", None)  # the entry's key
+    policy["required"] = [field for field in policy.get("required", []) if field != "name"]
+    schema["$defs"]["Policy"] = policy
+    schema["properties"]["policies"]["additionalProperties"] = {"$ref": "#/$defs/Policy"}
+    return schema
+
+
 def _type(prop: dict[str, Any]) -> str:
     if "$ref" in prop:
         name = prop["$ref"].rsplit("/", 1)[-1]
@@ -155,7 +170,7 @@ def _type(prop: dict[str, Any]) -> str:
     if "const" in prop:
         return f"`{json.dumps(prop['const'])}`"
     if "enum" in prop:
-        return " \\| ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
+        return ", ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
     for key in ("anyOf", "oneOf"):
         if key in prop:
             kinds = [_type(p) for p in prop[key]]

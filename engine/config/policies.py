@@ -50,10 +50,10 @@ class ExponentialWait(_Model):
     """initial * multiplier**(attempt-1), capped at `max`, plus a random 0..jitter seconds."""
 
     type: Literal["exponential"]
-    initial: float = Field(gt=0, le=60)
-    max: float = Field(gt=0, le=300)
-    multiplier: float = Field(2.0, ge=1, le=10)
-    jitter: float = Field(0.0, ge=0, le=60)
+    initial: float = Field(gt=0, le=60, description="Seconds before the second attempt.")
+    max: float = Field(gt=0, le=300, description="The longest pause, in seconds.")
+    multiplier: float = Field(2.0, ge=1, le=10, description="Each pause is this many times the one before.")
+    jitter: float = Field(0.0, ge=0, le=60, description="Random extra seconds, 0..jitter, added to each pause.")
 
 
 Wait = Annotated[Union[NoWait, FixedWait, ExponentialWait], Field(discriminator="type")]
@@ -89,7 +89,7 @@ class Policy(_Model):
     """How one tool or hop is retried and bounded."""
 
     name: str = Field(description="The policy's name, used in logs.")
-    description: str = ""
+    description: str = Field("", description="One sentence for people: what the policy bounds and why so.")
     attempts: int = Field(ge=1, le=100, description="Most tries of the call (1 = no retry).")
     timeout: float = Field(gt=0, le=3600, description="Hard bound in seconds of the whole call, waits included.")
     wait: Wait = Field(default_factory=lambda: NoWait(type="none"), description="Pause between tries.")
