@@ -333,6 +333,9 @@ class Conversation:
             self._answer(payload)
         elif m:
             name, options, command = m.group(1), (m.group(2) or "").split(","), m.group(3)
+            # adbd answers OKAY as the process starts, before its output (a pipeline into `nc` ends only once
+            # the host has read the socket: a client that waits for the OKAY first must get it first)
+            self.okay()
             out, err, both, code = run_shell(device, command)
             if name == "shell" and "v2" in options:
                 packets = b""
@@ -341,9 +344,9 @@ class Conversation:
                 if err:
                     packets += b"\x02" + struct.pack("<I", len(err)) + err
                 packets += b"\x03" + struct.pack("<I", 1) + bytes([code & 0xFF])
-                self._answer(packets)
+                self._answer(packets, okayed=True)
             else:
-                self._answer(both)
+                self._answer(both, okayed=True)
         else:
             self.fail(f"unsupported service '{request.split(':', 1)[0]}'")
             self.finish()
@@ -380,8 +383,9 @@ class Conversation:
             self.fail(f"unknown reverse request '{query}'")
         self.finish()
 
-    def _answer(self, payload: bytes) -> None:
-        self.okay()
+    def _answer(self, payload: bytes, okayed: bool = False) -> None:
+        if not okayed:
+            self.okay()
         if self.fault == "closed":
             # The scenario cuts the connection mid-answer: half the bytes, then a reset.
             self.send(payload[: len(payload) // 2])

@@ -220,3 +220,26 @@ def test_every_method_through_debians_adb_reverse_and_forward(tiny_graph, real_a
             assert np.array_equal(device.capture.once("nc"), raw)
             assert "tcp:27183" in adb("forward", "--list").stdout
         assert "tcp:27183" not in adb("forward", "--list").stdout
+
+
+def test_alas_order_shell_okay_first_then_accept_gets_the_frame(tiny_graph, fast_policies):
+    """ALAS's adb_shell_nc opens the shell stream (adbutils checks its OKAY) and only then accepts nc's
+    connection: the simulated adbd answers OKAY as the process starts, as adbd does, so this cannot deadlock."""
+    game = SimGame(tiny_graph, seed=1)
+    with FakeAdbServer({"sim-0": game}) as server:
+        with AdbDevice("sim-0", host="127.0.0.1", port=server.port, policies=fast_policies) as device:
+            raw = device.capture.once("raw")
+            port = device.capture._reverse()
+            stream = device._adb.shell(f"screencap | nc 127.0.0.1 {port}", stream=True)  # OKAY checked here
+            try:
+                device.capture._listener.settimeout(5)
+                peer, _ = device.capture._listener.accept()
+                with peer:
+                    data = b""
+                    while chunk := peer.recv(1 << 20):
+                        data += chunk
+            finally:
+                stream.close()
+            from engine.device import frames
+
+            assert np.array_equal(frames.decode_raw(data), raw)
