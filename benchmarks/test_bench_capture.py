@@ -6,8 +6,8 @@ The phone shows a real game screen (ALAS's 2020 screenshots, ../shared) for the 
 a real frame's compressibility (about 15x); the goto runs on the simulator's own drawings (they must be recognised),
 which compress only 1.6x. Absolute figures are printed and written to the run's results JSON, never asserted. The one
 speed assertion compares gzip with raw in the same run, timed in alternation, and asks for a margin wider than the
-measured spread: the median pair's gain exceeds half the range of the pairs' ratios. CI runs the short form; BENCH_CAPTURE_FRAMES=30 and
-BENCH_CAPTURE_GOTOS=10 give the write-up's numbers.
+measured spread: the median pair's gain exceeds half the range of the pairs' ratios. CI runs the short form;
+BENCH_CAPTURE_FRAMES=15 and BENCH_CAPTURE_GOTOS=4 give the write-up's numbers.
 """
 
 from __future__ import annotations

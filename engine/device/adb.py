@@ -203,6 +203,7 @@ class AdbDevice:
                 error=str(error) if error else None,
                 latency_ms=(time.monotonic() - start) * 1000,
                 screenshot_method=self.screenshot_method,
+                capture_note=self.capture.note,
                 control=self.control,
                 control_note=self.control_note,
                 **{**found, **more},

@@ -270,9 +270,9 @@ SERVER_PROBE_BOUND = 0.3
 def server_down(host: str | None = None, port: int | None = None, *, bound: float = 1.0,
                 on_start=None) -> str | None:
     """None when an ADB server answers at the address (after starting one, as any adb client does, when nothing
-    listens: `on_start(sentence)` is told); else one sentence saying which of the three it is: no server (and why none could be started), a
-    dead one (it accepts but does not answer, or the one the engine started is gone), or a port held by
-    something else. Everything within `bound` seconds, so ``health`` answers fast whatever the server does.
+    listens: `on_start(sentence)` is told); else one sentence saying which it is: no server (and why none could be
+    started), a dead one (it accepts but does not answer, or the one the engine started is gone), or a port held
+    by something else. Everything within `bound` seconds, so ``health`` answers fast whatever the server does.
     """
     import time
 

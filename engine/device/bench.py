@@ -238,7 +238,9 @@ def apply(device: AdbDevice, *, measure: bool = True) -> str | None:
         device.capture.on_fail = lambda method: mark_failed(device.serial, method)
         if entry.get("touch") and device.control is None and device.control_wanted == "adb" and not device._asked:
             device.control_wanted = entry["touch"]
-        return f"capture {entry.get('capture')} (measured {time.strftime('%Y-%m-%d %H:%M', time.localtime(entry.get('measured_at') or 0))})"
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("measured_at") or 0))
+        device.capture.note = f"stored pick {entry.get('capture')}, measured {when}" + (f" ({why})" if why else "")
+        return device.capture.note
     except Exception as exc:
         log.info("stored pick of %s not applied: %s", device.serial, exc)
         return None

@@ -64,6 +64,8 @@ class Capture:
         self._device_port: int | None = None
         self._forward: tuple[int, int] | None = None
         """(host port, device port) once reverse was refused and nc goes through adb forward."""
+        self.note: str | None = None
+        """Where the order came from (the stored pick and when it was measured), for health."""
         self.on_fail = None
         """Called with a method dropped from the order (engine.device.bench marks a stored pick failed)."""
 

@@ -35,6 +35,9 @@ class Health:
     frame_size: tuple[int, int] | None = None
     """(width, height) of the device's own frames, before scaling to the graph's resolution."""
     screenshot_method: str | None = None
+    """The capture method frames come by (raw, gzip, nc, png: engine.device.capture)."""
+    capture_note: str | None = None
+    """Where that method came from: the stored pick of ``devices --bench`` and when it was measured, or None."""
     control: str | None = None
     """What taps go through: adb (input tap), maatouch or minitouch; None before it was chosen."""
     control_note: str | None = None

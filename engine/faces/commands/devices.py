@@ -36,9 +36,13 @@ def _package(graph_dir: str | None) -> str | None:
 
 def _bench(args: argparse.Namespace) -> int:
     from engine.core.errors import ConfigError
-    from engine.device import bench, discovery
+    from engine.device import adbserver, bench, discovery
     from engine.device.adb import AdbDevice
 
+    down = adbserver.server_down(args.adb_host, args.adb_port, bound=2.0)
+    if down:
+        print(f"no benchmark: {down}", file=sys.stderr)
+        return 1
     serial = args.serial
     if not serial:
         found = discovery.scan(adb_host=args.adb_host, adb_port=args.adb_port,

@@ -100,7 +100,8 @@ def test_the_pick_is_stored_used_and_measured_again_after_a_reboot_or_a_failure(
         device = open_device("sim-0", graph=tiny_graph, policies=fast_policies, adb_port=server.port)
         device.screenshot()
         assert device.screenshot_method == "png"
-        assert device.health().screenshot_method == "png"
+        health = device.health()
+        assert health.screenshot_method == "png" and "stored pick png" in health.capture_note
         device.close()
         entry = bench.stored("sim-0")
         assert bench.stale(entry, entry["booted_at"]) is None
