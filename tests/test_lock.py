@@ -1,5 +1,5 @@
 """The suite runs on the locked set: every package constraints.txt pins for this platform is installed at its pin,
-and the lock satisfies pyproject.toml's ranges (README, "Dependencies: the lock")."""
+and the lock satisfies pyproject.toml's ranges (docs/design/lock.md)."""
 
 from __future__ import annotations
 
