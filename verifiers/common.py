@@ -97,6 +97,8 @@ class Pyramid:
         self._areas: dict[tuple, Any] = {}
         self._levels: dict[tuple, Any] = {}
         self._budget = AREA_BUDGET * frame.shape[0] * frame.shape[1]
+        self.texts: dict[tuple[int, int, int, int], tuple[str, float]] = {}
+        """Text read in an area of this frame (verifiers.ocr): pages whose titles share an area read it once."""
 
     @property
     def whole(self) -> bool:

@@ -21,7 +21,7 @@ from engine.config.schema import Graph, OcrSignature, Page
 from engine.core.errors import VerificationError
 from engine.core.paths import agent_home
 from engine.core.results import Evidence
-from verifiers.common import TimedCheck, clip, plain, signature_name
+from verifiers.common import TimedCheck, clip, plain, pyramid, signature_name
 from verifiers.ocrmodel import fused_model_path
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,13 @@ class OcrCheck(TimedCheck):
     strong = True
 
     def measure(self, frame: np.ndarray) -> tuple[bool, float, str]:
-        text, confidence = read_text(frame, self.area)
+        # Within one observation (its frame_scope), an area is read once however many pages read it: a game whose
+        # pages all put their title in one place made a full scan read the same pixels once per page.
+        texts = pyramid(frame).texts
+        found = texts.get(self.area)
+        if found is None:
+            found = texts[self.area] = read_text(frame, self.area)
+        text, confidence = found
         hit = confidence >= self.threshold and self.pattern.search(normalise(text)) is not None
         return hit, confidence, text
 

@@ -64,3 +64,20 @@ def test_normalise_folds_full_width_characters_space_and_case():
 
     assert normalise("ＦＬＯＯＲ\u3000７") == "floor 7"
     assert normalise("  Commission\n 3/4 ") == "commission 3/4"
+
+
+def test_an_area_is_read_once_per_observation(text_frame, monkeypatch):
+    """Pages whose titles share one area (a generated game's, engine.sim.generate) read it once per frame scope."""
+    from verifiers.common import frame_scope
+
+    calls = []
+    real = ocr.read_text
+    monkeypatch.setattr(ocr, "read_text", lambda frame, area, **kw: calls.append(area) or real(frame, area, **kw))
+    graph = _graph()
+    checks = [ocr.compile_ocr(OcrSignature(type="ocr", area=(90, 60, 500, 115), pattern=p), graph)
+              for p in ("mail", "shop", "commission")]
+    with frame_scope(text_frame):
+        hits = [check.verify(text_frame).hit for check in checks]
+    assert hits == [False, False, True] and len(calls) == 1
+    checks[0].verify(text_frame.copy())  # outside a scope (or on another frame) it is read again
+    assert len(calls) == 2
