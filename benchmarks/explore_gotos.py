@@ -87,7 +87,7 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
     rng, clock, outcomes = random.Random(seed), SharedClock(), []
     wall = time.perf_counter()
     with start_embedded(truth.graph, assets=truth.assets, scenario=scenario, seed=seed, clock=clock.now,
-                        state=truth.state) as sim:
+                        state=truth.state, style=getattr(truth, "style", None)) as sim:
         session = open_session(sim.serial, graph_dir=graph_dir, assets=assets_dir, adb_host=sim.host,
                                adb_port=sim.port, clock=clock.now, sleep=clock.sleep)
         try:

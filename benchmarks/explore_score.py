@@ -40,6 +40,8 @@ from engine.config.simstate import state_beside
 from engine.observe.observer import Observer
 from engine.sim.game import SWIPE_COSINE
 from engine.sim.render import POINT_BOX, SyntheticAssets
+from engine.sim.style import style_beside
+from engine.sim.styled import StyledRenderer
 
 DRAFT_FORMAT = "engine-draft/1"
 
@@ -56,6 +58,8 @@ class Truth:
     assets: Any
     graph_dir: Path | None = None
     state: Any = None
+    style: Any = None
+    """The graph's drawing style (engine.sim.style), or None: the simulator of the truth is built with it."""
 
     @cached_property
     def observer(self) -> Observer:
@@ -131,11 +135,15 @@ def _state_shows(node: Any, pages: frozenset[str], page: str | None = None) -> s
 def load_truth(name: str, graph_dir: str | Path | None, server: str | None = None,
                assets_dir: str | Path | None = None) -> Truth:
     """The ground truth in `graph_dir` (None: the shipped graph) drawn with `assets_dir` (ALAS's or ours), else
-    with the simulator's synthetic pack; its page state is the one declared beside the graph."""
+    with the simulator's synthetic pack (or, for a graph with a drawing style, the templates cut from its drawings:
+    a generated game, engine.sim.generate); its page state and style are the ones declared beside the graph."""
     graph = load_graph(graph_dir).resolve(server)
-    assets = load_pack(assets_dir, graph.server, fallback=graph.fallback_server) if assets_dir else \
-        SyntheticAssets(graph)
-    return Truth(name, graph, assets, Path(graph_dir) if graph_dir else None, state_beside(graph_dir, graph))
+    style = style_beside(graph_dir)
+    if assets_dir:
+        assets = load_pack(assets_dir, graph.server, fallback=graph.fallback_server)
+    else:
+        assets = StyledRenderer(graph, style).assets if style is not None else SyntheticAssets(graph)
+    return Truth(name, graph, assets, Path(graph_dir) if graph_dir else None, state_beside(graph_dir, graph), style)
 
 
 def tap_area(truth: Truth, action: TapAction) -> tuple[int, int, int, int]:
