@@ -10,8 +10,10 @@
 - studio: the studio served over an embedded simulator session, the draft above and a schedule database that
           `schedule simulate` filled, photographed panel by panel in headless Chromium (selenium, Debian's
           chromium and chromium-driver): live view, graph (after a goto), draft and schedule (PNG, 256 colours).
-- bench:  a bar chart of the newest benchmarks/results/<run>.json (SVG, drawn here: no plotting library), the
-          absolute millisecond figures of its benchmark with the most of them.
+- bench:  a bar chart from benchmarks/results/<run>.json (SVG, drawn here: no plotting library): the explorer's
+          figures per generated game (pages, links, gotos arriving) from the newest run of
+          benchmarks/test_bench_explore_generated.py when there is one, else the absolute millisecond figures of the
+          newest run's benchmark that has the most of them.
 
 Everything runs on loopback; nothing is fetched. Needs the test extra (selenium) and scripts/install-system-deps.sh
 (chromium, chromium-driver, graphviz).
@@ -177,8 +179,32 @@ def studio(draft_folder: Path | None = None) -> None:
 # ------------------------------------------------------------------------------------------------------ bench
 
 
+EXPLORE_GENERATED = "benchmarks/test_bench_explore_generated.py"
+EXPLORE_METRICS = (("page_recall", "pages found", "#3f6fb5"), ("link_recall", "links found", "#7aa35a"),
+                   ("goto_arrival", "gotos arriving", "#d08a2e"))
+
+
 def bench(results: Path = ROOT / "benchmarks" / "results") -> None:
+    """docs/img/bench-latest.svg: the explorer's figures per generated game when a run has them (the issue's
+    example), else the absolute millisecond figures of the newest run's benchmark that has the most."""
     runs = sorted(results.glob("*.json"), reverse=True) if results.is_dir() else []
+    target = OUT / "bench-latest.svg"  # one name the docs can show, whichever benchmark it is
+    for path in runs:
+        run = json.loads(path.read_text())
+        games: dict[str, dict[str, float]] = {}
+        for node, values in (run.get("figures") or {}).items():
+            if node.split("::")[0] != EXPLORE_GENERATED:
+                continue
+            for name, figure in values.items():
+                for metric, _, _ in EXPLORE_METRICS:
+                    if name.endswith("_" + metric):
+                        games.setdefault(name[: -len(metric) - 1], {})[metric] = float(figure["value"])
+        if games:
+            title = "The explorer per generated game: share of the true graph found, of gotos arriving"
+            source = f"{EXPLORE_GENERATED}, run {run.get('run')}, commit {run.get('commit')}"
+            target.write_text(grouped_chart(title, source, games))
+            print(f"wrote {target.relative_to(ROOT)} from {path.relative_to(ROOT)}")
+            return
     for path in runs:
         run = json.loads(path.read_text())
         per_file: dict[str, list[tuple[str, float]]] = {}
@@ -189,7 +215,6 @@ def bench(results: Path = ROOT / "benchmarks" / "results") -> None:
         if per_file:
             test_file, bars = max(per_file.items(), key=lambda item: len(item[1]))
             title = f"{test_file}, run {run.get('run')} (commit {run.get('commit')}): absolute figures, ms"
-            target = OUT / "bench-latest.svg"  # one name the docs can show, whichever benchmark it is
             target.write_text(bar_chart(title, sorted(bars)))
             print(f"wrote {target.relative_to(ROOT)} from {path.relative_to(ROOT)}")
             return
@@ -211,6 +236,33 @@ def bar_chart(title: str, bars: list[tuple[str, float]], width: int = 900, row: 
         parts += [f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">{escape(name)}</text>',
                   f'<rect x="{left}" y="{y + 3}" width="{length:.1f}" height="{row - 8}" fill="#3f6fb5"/>',
                   f'<text x="{left + length + 6:.1f}" y="{y + 14}">{value:.4g}</text>']
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def grouped_chart(title: str, source: str, games: dict[str, dict[str, float]], width: int = 900) -> str:
+    """One group of bars a game (seed and mode), one bar a metric, each 0..100 %."""
+    left, right, top, bar = 170, 70, 66, 12
+    group = bar * len(EXPLORE_METRICS) + 10
+    height = top + group * len(games) + 20
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<text x="10" y="20" font-size="13" font-weight="bold">{escape(title)}</text>',
+             f'<text x="10" y="36" font-size="11">{escape(source)}</text>']
+    for k, (_, label, colour) in enumerate(EXPLORE_METRICS):
+        parts += [f'<rect x="{left + 150 * k}" y="46" width="10" height="10" fill="{colour}"/>',
+                  f'<text x="{left + 150 * k + 14}" y="55">{label}</text>']
+    for i, (game, metrics) in enumerate(sorted(games.items())):
+        y = top + i * group
+        parts.append(f'<text x="{left - 8}" y="{y + group / 2 + 2:.0f}" text-anchor="end">{escape(game)}</text>')
+        for k, (metric, _, colour) in enumerate(EXPLORE_METRICS):
+            if metric not in metrics:
+                continue
+            share = max(0.0, min(1.0, metrics[metric]))
+            length = (width - left - right) * share
+            parts += [f'<rect x="{left}" y="{y + k * bar}" width="{length:.1f}" height="{bar - 2}" fill="{colour}"/>',
+                      f'<text x="{left + length + 6:.1f}" y="{y + k * bar + bar - 3}" font-size="10">'
+                      f'{share:.0%}</text>']
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
