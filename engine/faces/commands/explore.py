@@ -52,7 +52,7 @@ def _open(args: argparse.Namespace):
     from_graph = load_graph(args.from_graph).resolve(args.server) if args.from_graph else None
     if args.serial is None:
         from engine.runtime.devices import open_simulated
-        from engine.sim import Scenario
+        from engine.sim import Scenario, style_beside
         from engine.sim.shell import app_names
 
         graph = load_graph(args.graph).resolve(args.server)
@@ -62,7 +62,8 @@ def _open(args: argparse.Namespace):
             from engine.config.assetpacks import load_pack
 
             pack = load_pack(args.assets, graph.server, fallback=graph.fallback_server)
-        device = open_simulated(graph, scenario=scenario, seed=args.seed or 0, assets=pack)
+        device = open_simulated(graph, scenario=scenario, seed=args.seed or 0, assets=pack,
+                                style=style_beside(args.graph))  # a generated game is drawn in its own style
         package, activity = app_names(graph)
         return device, (lambda: device.restart_app(package, activity)), None, SIM_PACE
     from engine.device import open_device
