@@ -5,7 +5,8 @@
   source/MaaAdbControlUnit/Screencap/RawWithGzip.cpp, its ``ScreencapRawWithGzip`` command and
   ``ScreencapHelper::decode_gzip``). Fewer bytes over a slow transport for the device's deflate time.
 - ``nc``: ``screencap | nc -w 3 127.0.0.1 PORT`` into a socket the engine listens on, reached through
-  ``adb reverse tcp:PORT tcp:HOSTPORT``; where the device refuses reverse (adbd before Android 9 over TCP),
+  ``adb reverse tcp:PORT tcp:HOSTPORT``; where the device refuses reverse (adbd of Android 8 and below over Wi-Fi,
+  as ya-webadb's reverse docs say: AdbReverseNotSupportedError),
   ``screencap | nc -l -p PORT`` reached through ``adb forward tcp:0 tcp:PORT`` (toybox netcat.c's -l: one
   connection): ALAS's ADB_nc (module/device/method/adb.py ``screenshot_adb_nc``,
   connection.py ``adb_shell_nc`` and ``reverse_server``: the reverse route it takes for BlueStacks Hyper-V and
