@@ -3,7 +3,8 @@ and went by themselves on the way (loading screens).
 
 A screen counts as settled when it has not changed for `quiet` seconds (longer for a screen never seen before, so a
 slow loading screen is not taken for a page, and never while it is a known loading screen); a change of a few cells
-(a ticking clock) only restarts the `quiet` wait, and is no loading screen; the whole wait is
+(a ticking clock) only restarts the `quiet` wait, and is no loading screen; a screen that only ever changes that
+little settles after ANIMATED seconds (it animates without end); the whole wait is
 bounded by `longest`. Black frames and transient device errors are looked past, up to the same bound.
 """
 
@@ -26,6 +27,10 @@ QUIET = 0.5
 QUIET_NEW = 1.6
 TRANSIENT = 0.8
 """A screen that stayed this long and then changed by itself was a loading screen, not an animation frame."""
+ANIMATED = 1.5
+"""A screen whose changes since it appeared all stayed small (swaying art, particles, ticking timers: a few cells)
+for this long has settled: it animates, and nothing else is coming. Without it a page that never holds still cost
+the whole LONGEST wait per action (issue 45: 4 actions in 30 s on a generated game with particles)."""
 LONGEST = 30.0
 FAILURES_IN_A_ROW = 5
 """Screenshots failing in a row (each already retried by the device's policy) before the device counts as gone."""
@@ -50,6 +55,7 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
 
     `pace` scales every wait (a simulator that answers at once can be looked at faster than a phone)."""
     quiet, quiet_new, poll, transient = QUIET * pace, QUIET_NEW * pace, POLL * pace, TRANSIENT * pace
+    animated = ANIMATED * pace
     start = clock()
     out = Settled(None, None)
     held_since = still_since = start
@@ -86,6 +92,8 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
                 out.frame, out.sketch, still_since = frame, sk, now
                 if not small:
                     held_frame, held_sketch, held_since = frame, sk, now
+                elif now - held_since >= max(animated, quiet if known(sk) else quiet_new) and not loading(sk):
+                    return out  # only small changes since it appeared: an animated screen, settled
             else:
                 out.frame = frame
                 wait = quiet if known(sk) else quiet_new
