@@ -236,6 +236,15 @@ class AdbDevice:
             return done("black_screen", f"the screen is {problem}", black_frame=True, frame_size=self.frame_size)
         return done("healthy", screenshot_ok=True, frame_size=self.frame_size)
 
+    def listed_state(self) -> str | None:
+        """The serial's state in the server's list (``device``, ``offline``, ...; a host:port serial is ``adb
+        connect``-ed first), None when absent; within the health policy's bound, never raises (None then)."""
+        try:
+            with self._client.bounded(self.policies.get("health").timeout):
+                return self._device_state()
+        except Exception:  # the probe's answer is "not there"; health says why
+            return None
+
     def _device_state(self) -> str | None:
         """The serial's state in the server's device list (``device``, ``offline``, ...), None when absent."""
         states = {info.serial: info.state for info in self._client.list()}

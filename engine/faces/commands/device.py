@@ -40,7 +40,36 @@ def _health(args: argparse.Namespace) -> int:
                                  f"{down}", tool_success=True, state_verification="not_checked",
                                  elapsed_ms=health.latency_ms, extra={"health": health.to_dict()})
             return emit(result, args.json, sys.stdout)
+        if not getattr(args, "alas", None):
+            early = _device_not_there(args)
+            if early is not None:
+                return early
     return call_tool(args, "adb_health", {})
+
+
+def _device_not_there(args: argparse.Namespace) -> int | None:
+    """A serial the server does not list as a device (missing, offline, unauthorized) is answered by the device's
+    own probe, without a session (a graph, an observer): None when it is there and the adb_health tool should run."""
+    import sys
+
+    from engine.core.results import make_result
+    from engine.device.adb import AdbDevice
+    from engine.faces.cli import emit
+
+    device = AdbDevice(args.serial, host=args.adb_host, port=args.adb_port, control="adb")
+    try:
+        if device.listed_state() == "device":
+            return None
+        health = device.health()
+    finally:
+        device.close()
+    if health.ok:
+        return None
+    result = make_result("adb_health", ok=False, status=health.status, text=f"device {health.status}"
+                         + (f": {health.error}" if health.error else ""), tool_success=True,
+                         state_verification="not_checked", elapsed_ms=health.latency_ms,
+                         extra={"health": health.to_dict()})
+    return emit(result, args.json, sys.stdout)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

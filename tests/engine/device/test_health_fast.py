@@ -66,3 +66,20 @@ def test_the_sentences_in_process(dead_port, hung_server, closing_server, tmp_pa
     assert "dead ADB server" in adbserver.server_down(port=hung_server.port, bound=0.2)
     assert "not an ADB server" in adbserver.server_down(port=closing_server.port)
     assert "no time was left" in adbserver.server_down(port=dead_port, bound=0.01)
+
+
+def test_a_device_the_server_does_not_list_is_answered_without_a_session(env, tiny_graph):
+    from engine.sim import FakeAdbServer, SimGame
+
+    with FakeAdbServer({"sim-0": SimGame(tiny_graph)}) as server:
+        here = {**env, "ANDROID_ADB_SERVER_PORT": str(server.port)}
+        baseline, _ = _fastest(["health", "--help"], here)
+        took, done = _fastest(["health", "--serial", "phone-9", "--json"], here)
+        body = json.loads(done.stdout)
+        assert done.returncode == 1 and body["status"] == "device_missing", done.stdout + done.stderr
+        assert "phone-9 is not among" in body["text"]
+        print(f"health {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}: {body['text']}")
+        assert took < RATIO * baseline
+        ok = subprocess.run([sys.executable, "-m", "engine", "health", "--serial", "sim-0", "--json"],
+                            capture_output=True, text=True, env=here, timeout=60)
+        assert json.loads(ok.stdout)["status"] in ("healthy", "bad_frame", "black_screen"), ok.stdout + ok.stderr
