@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.explore.sketch import DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, similarity
+from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
 Area = tuple[int, int, int, int]
 KEEP_SKETCHES = 8
@@ -24,8 +25,6 @@ KEEP_MEMBERS = 6
 """Member frames kept per page as evidence."""
 COVER_SKETCHES = 3
 """A page's sketches a frame is compared with to tell whether it is that page under a popup."""
-SAME_BOX = 0.6
-"""Overlap (intersection over union) of two popups' boxes from which they may be one dialog."""
 POPUP_LIKE = 0.8
 """Share of a popup's box cells alike from which a screen shows a popup already known (Atlas._popup_for)."""
 DROPS_SEEN = 0.03
@@ -35,29 +34,6 @@ FROZEN_AFTER = 3
 """Known links in a row that left the screen as it was, nothing changing in between: the game has stopped taking
 input (an idle screen only a small spot wakes, a dialog drawn too faintly to tell). Those tries are not held against
 the links, and the explorer restarts the game."""
-
-
-def action_key(action: dict[str, Any]) -> str:
-    """A stable name for an action, the key of what it led to."""
-    kind = action.get("type")
-    if kind == "tap":
-        return f"tap:{action['point'][0]},{action['point'][1]}"
-    if kind == "swipe":
-        return f"swipe:{action['start'][0]},{action['start'][1]}>{action['end'][0]},{action['end'][1]}"
-    if kind == "key":
-        return f"key:{action['key']}"
-    return str(kind)
-
-
-def key_action(key: str) -> dict[str, Any] | None:
-    """The tap or key an action key names (action_key's inverse for those two), else None."""
-    if key.startswith("key:"):
-        return {"type": "key", "key": key[4:]}
-    if not key.startswith("tap:"):
-        return None
-    x, _, y = key[4:].partition(",")
-    return {"type": "tap", "point": [int(x), int(y)]} if x.lstrip("-").isdigit() and y.lstrip("-").isdigit() \
-        else None
 
 
 @dataclass
@@ -129,15 +105,6 @@ def best_of(outcomes: Counter) -> tuple:
     """The most frequent outcome; on a tie, one that led somewhere (a dropped tap leaves the screen as it was, so
     "the same" once and another page once is a link)."""
     return max(outcomes.items(), key=lambda item: (item[1], item[0] != ("same",)))[0]
-
-
-def box_match(a: Area, b: Area) -> float:
-    """Intersection over union of two boxes."""
-    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union else 0.0
 
 
 def _inside_similarity(a: Sketch, b: Sketch, box: Area) -> float:

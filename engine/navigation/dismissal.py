@@ -1,0 +1,204 @@
+"""The dismissal search: the next try at closing a dialog nobody named, with no model (the explorer's and the
+navigator's alike: engine.explore.explorer, engine.navigation.search).
+
+In order: its own dismissal; what else closed it, then dialogs with a like box, then any dialog, when it lies inside
+this one's box (games reuse a dialog's layout; two dialogs that look one may take different buttons); the back key,
+the regions inside its box and a tap outside it; then a grid of taps over its box. Dialogs with a like box are one
+family: a grid point that failed on one is not tried again on the next showing, so the search goes on where it left
+off (a dialog closed by a spot nothing marks), and a visible option that failed VISIBLE_FAILS times on the family is
+left out (a dropped tap hides one failure, seldom two) until the grid is spent (a lookalike may take it). A showing
+gets CLOSER_TRIES tries of known closers and SHOWING_TRIES of its own search (FAILED_TRIES once its family failed
+FAMILY_FAILURES showings), then the caller gives up on it (the explorer restarts the app, the navigator climbs to
+the next rung): every action spent on a dialog is one not spent elsewhere.
+
+With a `guard` (engine.observe.guard.Guard, the navigator's), the regions are judged first: one whose words say it
+spends or commits is never tapped (nor a known closer or a grid point inside it), and close crosses, back arrows and
+"close", "cancel", "later", "skip" come right after the back key, then the box's top corners (a cross too faint to
+stand out), the tap outside, then the other regions.
+Where regions are found is `spots` (engine.observe.spots, or the explorer's engine.explore.regions).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from engine.observe import spots as default_spots
+
+Area = tuple[int, int, int, int]
+
+SHOWING_TRIES = 10
+"""Actions of the search on one showing of a dialog whose dismissal is not known yet before the caller gives up."""
+FAMILY_FAILURES = 3
+FAILED_TRIES = 6
+"""After FAMILY_FAILURES showings of dialogs with a like box ended unclosed, a showing's search gets FAILED_TRIES
+actions: it goes on, slower (the family shows again and again; the spot found once closes every showing after)."""
+DISMISS_TRIES = 2
+"""Tries of a dialog's known dismissal on one showing (a tap may be dropped)."""
+CLOSER_TRIES = 3
+"""Tries on one showing of what closed this dialog or others before, counted apart from the search."""
+VISIBLE_FAILS = 2
+"""Tries of a visible option (the back key, a region) on a family that left it open before it is left out."""
+CORNER_INSET = 12
+"""With a guard, the top corners of a dialog's box are tried right after the closers found, this share of the box's
+shorter side in (1/12: about 26 pixels on a 720p dialog): where a close cross or back arrow too faint to stand out
+sits."""
+SAME_BOX = 0.6
+"""Overlap (intersection over union) of two dialogs' boxes from which they may be one dialog."""
+
+
+@dataclass
+class Dialog:
+    """What is known of one dialog (the explorer's engine.explore.atlas.PopupNode has the same fields)."""
+
+    id: int
+    box: Area
+    dismiss: dict[str, Any] | None = None
+    tried: Counter = field(default_factory=Counter)
+    closed: Counter = field(default_factory=Counter)
+    """Action keys that closed it, and how often."""
+    failures: int = 0
+    """Showings it outlasted (no way to close it found)."""
+
+
+def action_key(action: dict[str, Any]) -> str:
+    """A stable name for an action, the key of what it led to."""
+    kind = action.get("type")
+    if kind == "tap":
+        return f"tap:{action['point'][0]},{action['point'][1]}"
+    if kind == "swipe":
+        return f"swipe:{action['start'][0]},{action['start'][1]}>{action['end'][0]},{action['end'][1]}"
+    if kind == "key":
+        return f"key:{action['key']}"
+    return str(kind)
+
+
+def key_action(key: str) -> dict[str, Any] | None:
+    """The tap or key an action key names (action_key's inverse for those two), else None."""
+    if key.startswith("key:"):
+        return {"type": "key", "key": key[4:]}
+    if not key.startswith("tap:"):
+        return None
+    x, _, y = key[4:].partition(",")
+    return {"type": "tap", "point": [int(x), int(y)]} if x.lstrip("-").isdigit() and y.lstrip("-").isdigit() \
+        else None
+
+
+def box_match(a: Area, b: Area) -> float:
+    """Intersection over union of two boxes."""
+    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union else 0.0
+
+
+def inside(action: dict[str, Any], box: Area) -> bool:
+    """Whether `action` acts on `box`: a key does, a tap when its point lies inside."""
+    if action.get("type") != "tap":
+        return action.get("type") == "key"
+    x, y = action["point"]
+    return box[0] <= x < box[2] and box[1] <= y < box[3]
+
+
+def _tap(area: Area, spots: Any) -> dict[str, Any]:
+    return {"type": "tap", "point": list(spots.centre(area)), "area": list(area)}
+
+
+def options(popup: Any, frame: np.ndarray | None, box: Area | None = None, *, spots: Any = default_spots,
+            guard: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The back key, a tap on each region inside the dialog's `box` (its own panel where known, else the box a
+    cover found) and one outside it; and the grid over the box. With a `guard`: none inside a region that spends,
+    closers before the tap outside, the tap outside before the other regions."""
+    box = box or popup.box
+    visible: list[dict[str, Any]] = [{"type": "key", "key": "back"}]
+    if frame is None:
+        return visible, []
+    w, h = frame.shape[1], frame.shape[0]
+    areas = spots.within_box(frame, box, limit=6)
+    out = {"type": "tap", "point": list(spots.outside(box, (w, h)))}
+    if guard is None:
+        visible += [_tap(area, spots) for area in areas] + [out]
+        return visible, spots.box_grid(box, (w, h), visible)
+    # The guard judges whole buttons too (a big one is split into pieces inside the box, or left out of its six).
+    judged = guard.judge(frame, box, areas + [a for a in spots.tappable(frame, within=box, limit=12) if a not in areas])
+    banned = [{"area": list(a)} for a in judged.forbidden]  # (as if tried: the grid leaves points in them out)
+    visible += [_tap(a, spots) for a in judged.closers]
+    inset = max(8, min(box[2] - box[0], box[3] - box[1]) // CORNER_INSET)  # where a cross too faint to find sits
+    corners = [{"type": "tap", "point": [box[2] - inset, box[1] + inset]},
+               {"type": "tap", "point": [box[0] + inset, box[1] + inset]}]
+    visible += [c for c in corners if not any(inside(c, a) for a in [*judged.forbidden, *judged.closers])]
+    visible += [out] if not any(inside(out, a) for a in judged.forbidden) else []
+    visible += [_tap(a, spots) for a in judged.others[:len(areas)]]
+    grid = spots.box_grid(box, (w, h), visible + banned)
+    return visible, [p for p in grid if not any(inside(p, a) for a in judged.forbidden)]
+
+
+def spot_failures(family: list[Any], option: dict[str, Any]) -> int:
+    """How often the family was tried at `option`'s spot (the same key, or a tap inside the option's area) and stayed
+    open."""
+    area = option.get("area")
+    count = 0
+    for popup in family:
+        for key, n in popup.tried.items():
+            if area and option.get("type") == "tap":
+                action = key_action(key)
+                if action is None or action["type"] != "tap" or not inside(action, area):
+                    continue
+            elif key != action_key(option):
+                continue
+            count += n - popup.closed[key]
+    return count
+
+
+def next_try(popups: list[Any], popup: Any, tries: Counter, frame: Callable[[], np.ndarray | None],
+             box_of: Callable[[Any], Area] = lambda p: p.box, *, spots: Any = default_spots,
+             guard: Any = None) -> dict[str, Any] | None:
+    """The next action on `popup`, given this showing's `tries` (action key -> count), its latest frame and each
+    dialog's own panel (`box_of`, else the box a cover found); None when the showing's budget is spent."""
+    own = box_of(popup)
+    found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+
+    def opts() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        if not found:
+            found.append(options(popup, frame(), own, spots=spots, guard=guard))
+        return found[0]
+
+    def allowed(action: dict[str, Any]) -> bool:  # (a guard's verdict on what closed it before too)
+        if guard is None or action["type"] != "tap":
+            return True
+        opts()  # (the guard judges the frame shown now)
+        return guard.allows(frame(), action["point"])
+
+    if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES and allowed(popup.dismiss):
+        return dict(popup.dismiss)
+    family = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX or box_match(box_of(p), own) >= SAME_BOX]
+    closing: Counter = Counter()
+    kin: Counter = Counter()
+    for other in popups:
+        closing.update(other.closed)
+        if other in family:
+            kin.update(other.closed)
+    if sum(tries[k] for k in closing) < CLOSER_TRIES:  # its own closers first, then its family's, then any
+        for key in [k for counter in (popup.closed, kin, closing) for k, _ in counter.most_common()]:
+            action = key_action(key)
+            if action is not None and tries[key] == 0 and inside(action, popup.box) and allowed(action):
+                return action
+    failed = sum(p.failures for p in family) >= FAMILY_FAILURES
+    searched = sum(n for k, n in tries.items() if k not in closing)
+    if searched >= (FAILED_TRIES if failed else SHOWING_TRIES):
+        return None
+    visible, grid = opts()
+    for option in visible:  # again on each showing (a fault may have hidden that it worked), up to a point
+        if tries[action_key(option)] == 0 and spot_failures(family, option) < VISIBLE_FAILS:
+            return option
+    for point in grid:
+        if not any(p.tried[action_key(point)] for p in family):
+            return point
+    for option in visible:  # the search is spent: what failed on the family may work on this one (a lookalike)
+        if tries[action_key(option)] == 0:
+            return option
+    return None
