@@ -29,6 +29,7 @@ GRAPH_WIDE_FIELDS = (
     "app",
     "defaults",
     "loading_signatures",
+    "spending_words",
 )
 REQUIRED_FIELDS = ("game", "resolution", "servers", "fallback_server")
 ITEM_MODELS: dict[str, type[BaseModel]] = {"buttons": Button, "pages": Page, "popups": Popup}

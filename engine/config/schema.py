@@ -328,19 +328,18 @@ class GraphFile(Model):
                     "The game servers per-server values may name, e.g. [en, cn, jp, tw]; the first is the default.")
     )
     fallback_server: Name | None = Field(
-        None, description="The server whose value or asset is used where another server has none."
-    )
+        None, description="The server whose value or asset is used where another server has none.")
     unknown_page: Name | None = Field(
-        None, description="The name of a page standing for an unknown screen, never a navigation target."
-    )
+        None, description="The name of a page standing for an unknown screen, never a navigation target.")
+    spending_words: list[str] | None = Field(
+        None, description="Words on a button that spends or commits (buy, use...), added to the built-in list "
+                          "(engine.config.words.SPENDING): the dismissal search never taps a button that says one.")
     start_page: Name | None = Field(None, description="Page a fresh game session starts on (a login screen).")
     app: App | None = Field(None, description="The game's Android package and activity, per server.")
     defaults: Defaults | None = Field(
-        None, description="Layered defaults for every page, link and signature of the graph."
-    )
+        None, description="Layered defaults for every page, link and signature of the graph.")
     loading_signatures: list[Signature] | None = Field(
-        None, description="Signatures of the game's loading screen (all must hit); none means no such screen."
-    )
+        None, description="Signatures of the game's loading screen (all must hit); none means no such screen.")
     buttons: list[Button] = Field(
         default_factory=list, description="Named buttons, declared once and referred to by name."
     )
@@ -358,6 +357,7 @@ class Graph(Model):
     unknown_page: Name = "page_unknown"
     start_page: Name | None = None
     app: App | None = None
+    spending_words: list[str] = Field(default_factory=list)
     defaults: Defaults = Defaults()
     loading_signatures: list[Signature] = Field(default_factory=list)
     buttons: list[Button] = Field(default_factory=list)
