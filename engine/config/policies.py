@@ -186,6 +186,9 @@ class Learning(_Model):
 
     mode: Literal["off", "propose", "auto"] = Field("propose", description="off | propose | auto.")
     min_sightings: int = Field(3, ge=1, le=1000, description="Verified sightings before `auto` accepts.")
+    search: int = Field(10, ge=0, le=100, description="Tries of the dismissal search (engine.navigation.dismissal) "
+                                                      "on one showing of a dialog the graph does not know, before "
+                                                      "the vision model is asked; 0: no search.")
 
     @model_validator(mode="before")
     @classmethod

@@ -76,6 +76,8 @@ class Lesson:
     label: str
     key: str | None = None
     """A key that closed it (the back key) instead of a tap at `point` (then the middle of what covered the page)."""
+    found_by: str = "model"
+    """Who found what closed it: the vision model, the dismissal search (engine.navigation.search), an agent."""
 
 
 def slug(label: str) -> str:
@@ -133,7 +135,8 @@ class Learner:
             return False
         return self.tapped(nav, ctx, (answer.tap[0], answer.tap[1]), answer.blocking_element or "popup", act=True)
 
-    def tapped(self, nav: Any, ctx: Any, point: tuple[int, int], label: str, *, act: bool = False) -> bool:
+    def tapped(self, nav: Any, ctx: Any, point: tuple[int, int], label: str, *, act: bool = False,
+               found_by: str = "model") -> bool:
         """A tap on a screen the graph does not explain (the model's, or an agent's): a lesson for the next look
         to judge; with `act`, the tap is performed here too. False for a point off the screen or no frame."""
         from engine.config.schema import TapAction
@@ -144,11 +147,11 @@ class Learner:
             return False
         if act:
             nav.act(ctx, TapAction(type="tap", point=(int(point[0]), int(point[1]))), obs)
-        self.pending = self.last_lesson = Lesson(frame, (int(point[0]), int(point[1])), label)
-        ctx.record("lesson_tap", point=[int(v) for v in point], label=label, performed=act)
+        self.pending = self.last_lesson = Lesson(frame, (int(point[0]), int(point[1])), label, found_by=found_by)
+        ctx.record("lesson_tap", point=[int(v) for v in point], label=label, performed=act, found_by=found_by)
         return True
 
-    def keyed(self, nav: Any, ctx: Any, key: str, label: str) -> bool:
+    def keyed(self, nav: Any, ctx: Any, key: str, label: str, *, found_by: str = "back key") -> bool:
         """Press `key` on a page something covers (the model named no point): a lesson for the next look to judge,
         whose point is the middle of what covers the page. False (nothing pressed) without a frame."""
         from engine.config.schema import KeyAction
@@ -159,8 +162,8 @@ class Learner:
         box = getattr(obs.cover, "box", None) or (0, 0, frame.shape[1], frame.shape[0])
         nav.act(ctx, KeyAction(type="key", key=key), obs)
         point = ((box[0] + box[2]) // 2, (box[1] + box[3]) // 2)
-        self.pending = self.last_lesson = Lesson(frame, point, label, key)
-        ctx.record("lesson_key", key=key, label=label)
+        self.pending = self.last_lesson = Lesson(frame, point, label, key, found_by)
+        ctx.record("lesson_key", key=key, label=label, found_by=found_by)
         return True
 
     def proposal_of(self, frame: np.ndarray | None) -> dict[str, Any] | None:
@@ -315,7 +318,7 @@ class Learner:
         proposal = {"name": name, "label": lesson.label, "tap": list(lesson.point), "area": list(area),
                     "signature": {"type": "template", "area": list(area), "crop": path.with_suffix(".crop.png").name},
                     "dismiss": [{"type": "tap", "point": list(lesson.point)}],
-                    "shown_on": page, "sightings": 1, "collision": round(collision, 3),
+                    "shown_on": page, "found_by": lesson.found_by, "sightings": 1, "collision": round(collision, 3),
                     "known_pages": sorted(known), "first_seen": _now(), "last_seen": _now()}
         if button is not None:  # the button is found inside the dialog when it is dismissed: it may move
             proposal.update(box=list(box), button=list(button), taps=[list(lesson.point)], moves=False,

@@ -130,6 +130,7 @@ def popup_yaml(proposal: dict[str, Any], schema: str | None = None) -> str:
         search = [max(0, box[0] - margin), max(0, box[1] - margin), box[2] + margin, box[3] + margin]
         dismiss = {"type": "tap", "button": name + BUTTON_SUFFIX, "search": search}
     moves = " (its button moves)" if proposal.get("moves") else ""
+    moves += f" (found by the {proposal['found_by']})" if proposal.get("found_by") in ("search", "model") else ""
     data = {
         "buttons": buttons,
         "popups": [{"name": name, "description": f"learned: {proposal.get('label', name)} "

@@ -7,11 +7,10 @@ whose belief the last look verified, with nothing acted since, starts from that 
     VERIFIED      next hop (re-planned from the page actually seen)
     POPUP         dismiss the known popup by its own action (bounded), look again
     COVERED       a known page with something over it that no popup names (engine.observe.cover): look once more
-                  while the hop settles, then ask the model for the point that closes it, else the back key
-                  (engine.navigation.recovery.uncover; either is a lesson for the learner); bounded
+                  while the hop settles, then the ladder (what closed it is a lesson for the learner); bounded
     LOADING       wait, look again (an unchanged frame right after a tap counts too)
     MISMATCH      relocalise the belief to the page seen, re-plan from there
-    UNKNOWN       recovery ladder: back key, a visible home button, the vision model, then a structured error
+    UNKNOWN       the ladder (back, home button, dismissal search, model, restart: engine.navigation.recovery)
     DEVICE_ERROR  a fault the device's own retries did not cure: probe its health; while it answers, back off
                   and look again (the run's bound is the only limit); MAX_DEVICE_FAULTS on an unhealthy device end it
 
@@ -47,6 +46,7 @@ from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
 from engine.navigation.recovery import explain, recover, swallowed, uncover
 from engine.navigation.routes import canonical_page, home_buttons, plan_route
+from engine.navigation.search import SHOWING_TRIES, Dialogs
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
 MAX_POPUP_DISMISSALS = 4
 """Times one popup may be dismissed in one run before it counts as blocking."""
 SETTLE_S = 0.6
@@ -114,7 +113,8 @@ class _Course:
     faults: int = 0  # device faults in a row
     fault: TransientDeviceError | None = None  # the fault the last step ended with: the next verdict is DEVICE_ERROR
     swallowed: int = 0  # hops in a row that left the page as it was
-    covered: int = 0  # looks at a covered page in this navigation
+    covered: int = 0  # reactions to a covered page since a page was last verified
+    cover_rung: int = 0  # rungs of the ladder already tried on it
 
 
 class Navigator:
@@ -126,10 +126,12 @@ class Navigator:
         observer: an engine.observe.observer.Observer for that graph (its vision client, if any, is the last rung).
         actuator: performs declared actions (default: an Actuator over `device` and `graph`).
         clock: the belief's clock (when a page was last verified).
+        search: tries of the dismissal search on one showing of an unknown dialog (0: none).
     """
 
     def __init__(self, device: Device, graph: Graph, observer: Observer, *, actuator: Actuator | None = None,
-                 clock: Callable[[], float] = time.monotonic, learner: Any = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, learner: Any = None,
+                 search: int = SHOWING_TRIES) -> None:
         self.device, self.graph, self.observer = device, graph, observer
         self.actuator = actuator or Actuator(device, graph)
         self.machine = BeliefMachine(graph, clock)
@@ -140,10 +142,9 @@ class Navigator:
         self._looked_at: int | None = None  # the action count at the last look
         self._clean: tuple[str, np.ndarray, int] | None = None  # a page's frame, clean if an action leaves the page
         self.home_buttons, self.learner = home_buttons(graph), learner  # an engine.learning.learner.Learner
+        self.dialogs = Dialogs(search)  # what the dismissal search learnt (engine.navigation.search)
 
-    @property
-    def belief(self):
-        return self.machine.belief
+    belief = property(lambda self: self.machine.belief)
 
     # ------------------------------------------------------------------------------------------- public calls
 
@@ -215,7 +216,7 @@ class Navigator:
             if verdict in (Verdict.VERIFIED, Verdict.MISMATCH):
                 self._believe(verdict, obs, course.expected)
                 self._verified = (obs, getattr(self.actuator, "performed", None)) if obs.page else None
-                course.ladder = 0
+                course.ladder = course.cover_rung = course.covered = 0
                 stuck = ctx.detectors.watchdog.step(obs.page)
                 if obs.page == target:
                     return obs
@@ -313,8 +314,8 @@ class Navigator:
             obs = self.look(ctx, expected=expected)
         return obs
 
-    def is_blocking(self, obs: Observation) -> bool:
-        return any(self.graph.popup(name).blocking for name in obs.popups)  # does a popup block navigation?
+    def is_blocking(self, obs: Observation) -> bool:  # does a popup block navigation?
+        return any(self.graph.popup(name).blocking for name in obs.popups)
 
     def _next_link(self, page: str, target: str) -> Link:
         hops = list(plan_route(self.graph, page, target).hops)
@@ -411,7 +412,7 @@ class Navigator:
         if self.learner is not None and isinstance(action, TapAction) and action.point is not None and \
                 before is not None and before.page is None and not before.popups and not before.loading and \
                 looked_at == self.actuator.performed - 1:
-            self.learner.tapped(self, ctx, action.point, "agent tap")
+            self.learner.tapped(self, ctx, action.point, "agent tap", found_by="agent")
         self.machine.relocalise(obs.page, obs.confidence)
         self.last_frame, self.last_observation, self._verified = frame, obs, None
         self._last_expected, self._looked_at = (None, False), self.actuator.performed

@@ -1,16 +1,21 @@
-"""The recovery ladder of the navigator (engine.navigation.navigator), for a screen it cannot place or a page that
-ignores it.
+"""The recovery ladder of the navigator (engine.navigation.navigator), for a screen it cannot place, a page
+something no popup names covers, or a page that ignores it.
 
-An unknown screen climbs the rungs in order, one per look: the back key, a visible home button, then the vision
-model (``escalate``). A known page that swallows the navigator's taps (two hops in a row that change nothing on
-the screen: something the graph does not know covers it) goes to the model at once. A dialog that comes back after
-the model's answer closed it (another unknown screen, or the page swallowing taps again) is escalated again: up
-to MAX_ESCALATIONS model questions per run, so one escalation is never the last word within the run's budget.
+An unknown screen or a covered page climbs the rungs in order, one per look: the back key, a visible home button,
+the dismissal search (engine.navigation.search: no model), the vision model when a key is set (``escalate``), then
+restarting the game (to the graph's start page, as ALAS does when stuck; MAX_RESTARTS per goto). Each rung is
+bounded (the search by its tries, the model by MAX_ESCALATIONS questions a run, a covered page by MAX_UNCOVER
+reactions a showing) and the whole by the goto's deadline. The rung that closed the dialog, and the taps it took,
+are a ``dialog_closed`` step (the goto's ``data.dialogs_closed`` and its transcript). A known page that swallows the
+navigator's taps (two hops in a row that change nothing on the screen: something the graph does not know covers it)
+goes to the model at once. A dialog that comes back after the model's answer closed it is escalated again, up to
+MAX_ESCALATIONS model questions per run.
 
 The model's answer is acted on only when it is safe: a popup the graph knows (dismissed by its own declared
 action), a page the graph knows (the belief is relocalised to it, and on an unknown screen the back key, which
 every page tolerates, is pressed), or, with a learner (engine.learning.learner), the point it names to close what covers
-the screen, which becomes a lesson the next look judges. The observer only ever names declared pages and popups.
+the screen, which becomes a lesson the next look judges (as the search's closing tap does). The observer only ever
+names declared pages and popups.
 """
 
 from __future__ import annotations
@@ -18,17 +23,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, TapAction
-from engine.core.errors import NavigationError, PopupBlocking, Stuck, UnknownScreen
+from engine.core.errors import DeviceError, NavigationError, PopupBlocking, Stuck, UnknownScreen
+from engine.navigation.search import search, unblocked
+from engine.observe.spots import panel_box
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
     from engine.core.results import Observation
 
-RUNGS = ("back", "home", "vision")
-MAX_UNCOVER = 6
-"""Reactions to a covered page (a dialog no popup names over it) in one navigation before it counts as blocking."""
+RUNGS = ("back", "home", "search", "vision", "restart")
 MAX_ESCALATIONS = 4
 """Questions to the vision model in one run (a goto): each answer acted on may be followed by the dialog's return."""
+MAX_UNCOVER = len(RUNGS) + MAX_ESCALATIONS
+"""Reactions to one showing of a covered page (a dialog no popup names over it) before it counts as blocking."""
+MAX_RESTARTS = 1
+"""Restarts of the game in one goto."""
 
 
 def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: float) -> tuple[Observation, int]:
@@ -37,22 +46,76 @@ def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: 
     while ladder < len(RUNGS):
         rung = RUNGS[ladder]
         ladder += 1
-        ctx.record("recover", rung=rung)
-        if rung == "back":
-            nav.act(ctx, KeyAction(type="key", key="back"), obs)
-        elif rung == "home":
-            button = visible_home_button(nav)
-            if button is None:
-                continue
-            nav.act(ctx, TapAction(type="tap", button=button), obs)
-        elif not escalate(nav, ctx):
+        after = climb(nav, ctx, obs, rung, settle_s, None)
+        if after is None:
             continue
-        ctx.wait(settle_s)
-        obs = nav.look(ctx, expected=None)
-        if rung == "vision" and _unknown(obs):
+        if rung == "vision" and _unknown(after):
             ladder -= 1  # unknown again after the answer was acted on (the dialog came back): ask again, bounded
-        return obs, ladder
+        return after, ladder
     raise UnknownScreen()
+
+
+def climb(nav: Any, ctx: RunContext, obs: Observation, rung: str, settle_s: float, expected: str | None
+          ) -> Observation | None:
+    """Try `rung` on the screen `obs` shows; the observation after, or None when the rung had nothing to do (no
+    home button, no search left, no model or no question left, no app or no restart left)."""
+    ctx.record("recover", rung=rung, page=obs.page)
+    taps: list[dict[str, Any]] = []
+    if rung == "back":
+        label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
+        if not obs.covered or nav.learner is None or not nav.learner.keyed(nav, ctx, "back", label):
+            nav.act(ctx, KeyAction(type="key", key="back"), obs)
+        taps.append({"type": "key", "key": "back"})
+    elif rung == "home":
+        button = visible_home_button(nav)
+        if button is None:
+            return None
+        nav.act(ctx, TapAction(type="tap", button=button), obs)
+        taps.append({"type": "tap", "button": button})
+    elif rung == "search":
+        after, found = search(nav, ctx, obs, settle_s, expected)
+        if found is not None:
+            closed(ctx, "search", found, obs)
+        return None if after is obs else after
+    elif rung == "vision":
+        asked = ctx.vision_calls
+        if not escalate(nav, ctx, unknown=not obs.covered):
+            return None
+        taps.extend([{"type": "vision", "question": ctx.vision_calls}] if ctx.vision_calls > asked else [])
+    elif not restart(nav, ctx):
+        return None
+    ctx.wait(settle_s)
+    after = nav.look(ctx, expected=expected)
+    if unblocked(after):
+        closed(ctx, rung, taps, obs)
+    return after
+
+
+def closed(ctx: RunContext, rung: str, taps: list[dict[str, Any]], before: Observation) -> None:
+    """The dialog is gone: which rung closed it and the taps it took (the goto's ``data.dialogs_closed``)."""
+    ctx.record("dialog_closed", rung=rung, taps=len(taps), actions=taps, over=before.page)
+
+
+def dialogs_closed(ctx: RunContext) -> list[dict[str, Any]]:
+    """The dialogs nobody named that this run closed: each one's rung and taps (a goto's ``data.dialogs_closed``)."""
+    return [{k: v for k, v in s.items() if k != "kind"} for s in ctx.steps if s["kind"] == "dialog_closed"]
+
+
+def restart(nav: Any, ctx: RunContext) -> bool:
+    """Restart the game (force-stop, launch: it comes back on the graph's start page), at most MAX_RESTARTS times
+    a goto. False when the graph declares no app, the restarts are spent, or the device refused."""
+    app = nav.graph.app
+    if app is None or sum(1 for s in ctx.steps if s["kind"] == "restart") >= MAX_RESTARTS:
+        return False
+    ctx.record("restart", package=app.package, start_page=nav.graph.start_page)
+    try:
+        ctx.device_call(lambda: nav.device.restart_app(app.package, app.activity))
+    except DeviceError as exc:
+        ctx.record("restart_failed", error=str(exc)[:300])
+        return False
+    nav.machine.relocalise(nav.graph.start_page, 0.0)
+    ctx.detectors.repeats.forgive()
+    return True
 
 
 def _unknown(obs: Observation) -> bool:
@@ -87,8 +150,10 @@ def escalate(nav: Any, ctx: RunContext, *, unknown: bool = True) -> bool:
 
 def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: str, settle_s: float) -> Observation:
     """Two hops in a row that left the page as it was: something the graph does not know may cover it and
-    swallow the taps, so the model is asked (`escalate`); once it was asked in this run, one such hop asks again
-    (the dialog came back), up to the run's bound on questions; then Stuck. Returns the next observation."""
+    swallow the taps; where a dialog's outline shows, the dismissal search tries it, else (or when it fails) the
+    model is asked (`escalate`); once it was asked in this run, one such hop asks again (the dialog came back), up
+    to the run's bound on questions; with no model (or no question left) the game is restarted (once a goto); then
+    Stuck. Returns the next observation."""
     if obs.page != source or obs.popups:
         course.swallowed = 0
         return obs
@@ -96,34 +161,51 @@ def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: 
     if course.swallowed < (1 if ctx.vision_calls else 2):
         return obs
     course.swallowed = 0
+    panel = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
+    after, found = search(nav, ctx, obs, settle_s, None, panel=panel) if panel else (obs, None)
+    if found is not None:  # a dialog's outline over the page, closed by the search: no question
+        closed(ctx, "search", found, obs)
+        ctx.detectors.repeats.forgive()
+        course.expected = None
+        return after
+    rung = "vision"
     if not escalate(nav, ctx, unknown=False):
-        if ctx.vision_calls >= MAX_ESCALATIONS:
-            raise Stuck(f"{source} still swallows the taps after {ctx.vision_calls} answer(s) of the vision "
-                        "model", page=source)
-        return obs
+        hopeless = getattr(nav.observer, "vision", None) is None or ctx.vision_calls >= MAX_ESCALATIONS
+        if not (hopeless and restart(nav, ctx)):  # (no model, or its questions spent: restarted, once a goto)
+            if ctx.vision_calls >= MAX_ESCALATIONS:
+                raise Stuck(f"{source} still swallows the taps after {ctx.vision_calls} answer(s) of the vision "
+                            "model", page=source)
+            return obs
+        rung = "restart"
     ctx.detectors.repeats.forgive()  # those hops were swallowed, not going round in circles
     ctx.wait(settle_s)
     course.expected = None
-    return nav.look(ctx, expected=None)
+    after = nav.look(ctx, expected=None)
+    if rung == "restart" and unblocked(after):
+        closed(ctx, rung, [], obs)
+    return after
 
 
 def uncover(nav: Any, ctx: RunContext, obs: Observation, course: Any, settle_s: float) -> Observation:
-    """A known page with something over it that no popup names (``Observation.cover``): the model is asked for the
-    point that closes it (with a learner, a lesson: engine.learning.learner); when it names none (or the run's
-    questions are spent), the back key, which closes many dialogs (a lesson too). Raises PopupBlocking after
-    MAX_UNCOVER tries in one navigation (`course.covered` counts them). Returns the next observation."""
+    """A known page with something over it that no popup names (``Observation.cover``): the next rung of the
+    ladder (`course.cover_rung`; the model's rung is climbed again while the dialog comes back, within its
+    questions). Raises PopupBlocking when the rungs are spent or after MAX_UNCOVER reactions to this showing
+    (`course.covered` counts them). Returns the next observation."""
     course.covered += 1
     if course.covered > MAX_UNCOVER:
         raise PopupBlocking(f"(a dialog no popup names, over {obs.page})", course.covered - 1)
     ctx.record("covered", page=obs.page, cover=obs.cover.to_dict() if hasattr(obs.cover, "to_dict") else None)
-    if not escalate(nav, ctx, unknown=False):
-        answer = getattr(nav.observer, "last_vision", None)
-        label = (getattr(answer, "blocking_element", None) or "dialog") if ctx.vision_calls else "dialog"
-        if nav.learner is None or not nav.learner.keyed(nav, ctx, "back", label):
-            nav.act(ctx, KeyAction(type="key", key="back"), obs)
-    ctx.detectors.repeats.forgive()
-    ctx.wait(settle_s)
-    return nav.look(ctx, expected=course.expected)
+    while course.cover_rung < len(RUNGS):
+        rung = RUNGS[course.cover_rung]
+        course.cover_rung += 1
+        after = climb(nav, ctx, obs, rung, settle_s, course.expected)
+        if after is None:
+            continue
+        if rung == "vision" and after.covered:
+            course.cover_rung -= 1  # the dialog came back after the answer: ask again, bounded
+        ctx.detectors.repeats.forgive()
+        return after
+    raise PopupBlocking(f"(a dialog no popup names, over {obs.page})", course.covered - 1)
 
 
 def visible_home_button(nav: Any) -> str | None:

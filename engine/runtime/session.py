@@ -118,6 +118,7 @@ class Session:
         # with a transcript: screens the model resolved become proposals beside it
         learner = session_learner(self, self.graph_dir, base)
         self.navigator = Navigator(self.device, self.graph, self.observer, learner=learner,
+                                   search=self.policies.learning.search,
                                    **({"clock": self.clock} if self.clock is not None else {}))
         book = load_task_book(self.graph_dir, self.graph)  # None: the graph ships no tasks
         _check_task_policies(book, self.policies)

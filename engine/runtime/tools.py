@@ -32,6 +32,7 @@ from engine.core.results import Observation, Outcome, ToolResult, did_you_mean, 
 from engine.device.frames import encode_png, frame_problem
 from engine.navigation.actuator import Actuator
 from engine.navigation.navigator import describe
+from engine.navigation.recovery import dialogs_closed
 from engine.navigation.routes import canonical_page
 from engine.runtime.toolspecs import SPECS, TOOL_NAMES, ToolSpec  # noqa: F401 - re-exported
 from engine.tasks.providers import (TaskProvider, describe_outside, device_owner, outside_bound, provider_for,
@@ -349,7 +350,9 @@ class Tools:
                              target=ctx.target or None, expected=outcome.expected, observation=outcome.observation,
                              attempts=ctx.attempts, tool_success=tool_success, suggested=outcome.suggested,
                              extra={"hops": ctx.hops, "belief": belief, "vision_calls": ctx.vision_calls,
-                                    **({"learning": learned} if (learned := ctx.learning()) else {}), **outcome.extra})
+                                    **({"learning": learned} if (learned := ctx.learning()) else {}),
+                                    **({"dialogs_closed": closed} if (closed := dialogs_closed(ctx)) else {}),
+                                    **outcome.extra})
         return ctx.finish(result)
 
     # ------------------------------------------------------------------------------------------- helpers

@@ -57,7 +57,9 @@ def world(fake_gemini, tmp_path):
             device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
             devices.append(device)
             observer = Observer(graph, pack, vision=vision)
-            nav = Navigator(device, graph, observer, clock=clock, learner=learner)
+            # (the model's lessons alone: no dismissal search, and no app to restart when the ladder is spent)
+            nav = Navigator(device, graph.model_copy(update={"app": None}), observer, clock=clock, learner=learner,
+                            search=0)
             return Tools(device, graph, observer, policies, navigator=nav, clock=clock, sleep=clock.sleep)
 
         yield full, assets, sim.game, fake_gemini, engine

@@ -42,7 +42,9 @@ def rig(fake_gemini):
     with start_embedded(graph, assets=assets) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
         observer = Observer(graph, WithoutAsset(assets, graph.button("GET_ITEMS_1").asset), vision=vision)
-        tools = Tools(device, graph, observer, policies, navigator=Navigator(device, graph, observer))
+        # (the model's rung alone: no dismissal search before it, no app to restart after it)
+        navigator = Navigator(device, graph.model_copy(update={"app": None}), observer, search=0)
+        tools = Tools(device, graph, observer, policies, navigator=navigator)
         yield tools, sim.game, fake_gemini
         device.close()
     vision.close()

@@ -40,15 +40,22 @@ function proposalStage(p) {
   return stage;
 }
 
+function foundBy(p) {
+  // Who found what closed it: the dismissal search (no model), the vision model, an agent's tap, the back key.
+  return {search: "the search (no model)", model: "the vision model", agent: "an agent's tap",
+    "back key": "the back key"}[p.found_by] || "the vision model";
+}
+
 function proposalCard(p) {
   const card = el("article", null, "proposal");
   card.dataset.name = p.name;
+  card.dataset.foundBy = p.found_by || "model";
   const side = el("div", null, "proposal-side");
   const crop = el("img", null, "proposal-crop");
   crop.alt = `${p.name}: its template crop`;
   if (p.crop_url) crop.src = p.crop_url;
   const facts = el("dl", null, "facts proposal-facts");
-  const rows = [["name", p.name], ["label", p.label], ["shown on", p.shown_on], ["sightings", p.sightings],
+  const rows = [["name", p.name], ["label", p.label], ["found by", foundBy(p)], ["shown on", p.shown_on], ["sightings", p.sightings],
     ["collision", fmtScore(p.collision)], ["tap", fmtBox(p.tap)], ["area", fmtBox(p.area)],
     ["last seen", p.last_seen]];
   for (const [key, value] of rows) facts.append(el("dt", key), el("dd", value ?? "–"));

@@ -1,0 +1,172 @@
+"""The dismissal search as a rung of the navigator's ladder (engine.navigation.recovery): a dialog nobody named,
+closed with no model.
+
+While a cover or an unknown screen is seen, the next try of the search (engine.navigation.dismissal, with the
+never-buy guard of engine.observe.guard) is performed and the screen looked at: a page named with nothing over it
+means it closed (the try that did is remembered for the next showing of a like dialog, and, with a learner, is a
+lesson judged by that look exactly as the model's tap is: engine.learning.learner, ``found_by: search``); anything
+else that is neither a cover nor an unknown screen (a known popup, a loading screen) ends the search for the
+navigator to judge. Bounded per showing (the policy's ``learning.search`` tries, at most the search's own budget)
+and per goto (GOTO_TRIES).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from engine.config.schema import KeyAction, TapAction
+from engine.config.words import says, spending
+from engine.navigation.dismissal import (
+    CLOSER_TRIES,
+    DISMISS_TRIES,
+    SAME_BOX,
+    SHOWING_TRIES,
+    Dialog,
+    action_key,
+    box_match,
+    next_try,
+)
+from engine.observe.cover import covered
+from engine.observe.guard import Guard
+from engine.observe.spots import panel_box
+
+if TYPE_CHECKING:
+    from engine.core.context import RunContext
+    from engine.core.results import Observation
+
+GOTO_TRIES = 30
+"""Tries of the search in one goto (a run), however many dialogs show."""
+KEPT_DIALOGS = 32
+"""Dialogs remembered per session (what closed them, where the grid left off); the oldest go."""
+KNOWN_SPENDERS = 8
+"""Buttons of the graph whose name says they spend, looked for on a dialog at most."""
+
+
+class Dialogs:
+    """What the search learnt in one session: the dialogs seen and how each closed (engine.navigation.dismissal)."""
+
+    def __init__(self, tries: int = SHOWING_TRIES) -> None:
+        self.tries = max(0, int(tries))
+        self.known: list[Dialog] = []
+        self.guard: Guard | None = None
+        self._ids = 0
+
+    def of(self, box: tuple[int, int, int, int]) -> Dialog:
+        """The dialog remembered with a like box, else a new one."""
+        for dialog in self.known:
+            if box_match(dialog.box, box) >= SAME_BOX:
+                return dialog
+        dialog, self._ids = Dialog(id=self._ids, box=box), self._ids + 1
+        self.known = [*self.known, dialog][-KEPT_DIALOGS:]
+        return dialog
+
+
+def unblocked(obs: Observation) -> bool:
+    """A page named with nothing over it: the dialog is gone."""
+    return obs.page is not None and not obs.covered and not obs.popups and not obs.loading
+
+
+def blocked(obs: Observation) -> bool:
+    """What the search acts on: a cover over a page, or an unknown screen."""
+    return obs.covered or (obs.page is None and not obs.popups and not obs.loading and not obs.black_frame)
+
+
+def dialog_box(nav: Any, obs: Observation) -> tuple[int, int, int, int]:
+    """The dialog's box: the cover's, else a panel's outline on the frame (engine.observe.spots.panel_box), else
+    where the frame differs from the believed page's clean reference, else the screen less a tenth on each side."""
+    box = getattr(obs.cover, "box", None)
+    if box:
+        return tuple(int(v) for v in box)
+    width, height = nav.graph.resolution
+    found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
+    if found is not None:
+        return found
+    reference = getattr(nav.observer, "references", {}).get(nav.machine.page)
+    if reference is not None and nav.last_frame is not None:
+        try:
+            report = covered(nav.observer.prepare(nav.last_frame), reference)
+        except Exception:  # noqa: BLE001 - a frame the cover check cannot read: the default box
+            report = None
+        if report is not None and report.box:
+            return tuple(int(v) for v in report.box)
+    return width // 10, height // 10, width - width // 10, height - height // 10
+
+
+def guard_of(nav: Any) -> Guard:
+    """The session's guard: the graph's spending words, and its buttons whose name says they spend."""
+    dialogs: Dialogs = nav.dialogs
+    if dialogs.guard is None or getattr(dialogs, "_graph", None) is not nav.graph:
+        words = spending(nav.graph.spending_words)
+        spenders = [b.name for b in nav.graph.buttons if says(b.name.replace("_", " "), words)][:KNOWN_SPENDERS]
+
+        def known(frame: Any) -> list[tuple[int, int, int, int]]:
+            found = []
+            for name in spenders:
+                evidence = nav.observer.find_button(frame, name)
+                if evidence is not None and evidence.hit and evidence.box:
+                    found.append(tuple(int(v) for v in evidence.box))
+            return found
+
+        dialogs.guard, dialogs._graph = Guard(nav.graph.spending_words, known=known), nav.graph  # type: ignore
+    return dialogs.guard
+
+
+def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expected: str | None, *,
+           panel: tuple[int, int, int, int] | None = None) -> tuple[Observation, list[dict[str, Any]] | None]:
+    """Search for what closes the dialog shown now: the observation after, and the tries it took when it closed
+    (None when it did not: spent, nothing to act on, or the screen became something else). `panel`: the outline
+    of a dialog over a page that stays recognised and swallows the taps (engine.observe.spots.panel_box): it
+    closed when that outline is gone too."""
+    dialogs: Dialogs = nav.dialogs
+    used = sum(1 for s in ctx.steps if s["kind"] == "search_try")
+    if dialogs.tries == 0 or nav.last_frame is None or not (panel or blocked(obs)) or used >= GOTO_TRIES:
+        return obs, None
+    box = panel or dialog_box(nav, obs)
+    dialog, tries, taken = dialogs.of(box), Counter({"key:back": int(panel is None)}), []  # (the ladder's first rung)
+    label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
+    guard = guard_of(nav)
+    ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
+    for _ in range(min(dialogs.tries, SHOWING_TRIES) + CLOSER_TRIES + DISMISS_TRIES):
+        if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + CLOSER_TRIES + DISMISS_TRIES:
+            break
+        ctx.checkpoint()
+        action = next_try(dialogs.known, dialog, tries, lambda: nav.last_frame, guard=guard)
+        if action is None:
+            break
+        key = action_key(action)
+        tries[key] += 1
+        dialog.tried[key] += 1
+        plain = {k: v for k, v in action.items() if k in ("type", "key", "point")}
+        taken.append(plain)
+        ctx.record("search_try", action=plain, dialog=dialog.id)
+        _perform(nav, ctx, plain, label)
+        ctx.wait(settle_s)
+        obs = nav.look(ctx, expected=expected)
+        if unblocked(obs) and not (panel and _shows(nav, panel)):
+            dialog.closed[key] += 1
+            dialog.dismiss = plain
+            return obs, taken
+        if not blocked(obs) and not (panel and unblocked(obs)):
+            return obs, None  # a known popup, a loading screen: the navigator judges it
+    dialog.failures += 1
+    ctx.record("search_spent", dialog=dialog.id, tries=len(taken))
+    return obs, None
+
+
+def _shows(nav: Any, panel: tuple[int, int, int, int]) -> bool:
+    """Whether the last frame still shows a dialog's outline where `panel` was."""
+    found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
+    return found is not None and box_match(found, panel) >= SAME_BOX
+
+
+def _perform(nav: Any, ctx: RunContext, action: dict[str, Any], label: str) -> None:
+    """One try; with a learner, as a lesson the next look judges (as the model's tap is)."""
+    learner = nav.learner
+    if action["type"] == "key":
+        if learner is None or not learner.keyed(nav, ctx, action["key"], label, found_by="search"):
+            nav.act(ctx, KeyAction(type="key", key=action["key"]), nav.last_observation)
+        return
+    point = (int(action["point"][0]), int(action["point"][1]))
+    if learner is None or not learner.tapped(nav, ctx, point, label, act=True, found_by="search"):
+        nav.act(ctx, TapAction(type="tap", point=point), nav.last_observation)

@@ -1,0 +1,137 @@
+"""The dismissal search's order and its never-buy guard on synthetic frames (engine.navigation.dismissal,
+engine.observe.guard, engine.config.words): what a button says decides, read by a stand-in reader (the OCR itself is
+exercised end to end in tests/engine/test_dismissal_search.py), and the studio marks a proposal found by the search.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from engine.config.words import CLOSING, SPENDING, says, spending
+from engine.navigation.dismissal import Dialog, action_key, inside, next_try, options
+from engine.observe.guard import Guard, corner_closer
+from tests.engine import buy_dialog
+
+ROOT = Path(__file__).resolve().parents[2]
+BOX = (380, 200, 900, 520)
+"""buy_dialog's panel on the screen."""
+
+
+def frame() -> np.ndarray:
+    rng = np.random.default_rng(3)
+    screen = (rng.random((720, 1280, 3)) * 60 + 40).astype(np.uint8)
+    h, w = buy_dialog.SIZE[1], buy_dialog.SIZE[0]
+    screen[200:200 + h, 380:380 + w] = buy_dialog.panel()
+    return screen
+
+
+def reader(texts: dict[tuple[int, int, int, int], str]):
+    """Reads the text drawn at an area (by where its centre is), as OCR would."""
+
+    def read(frame, area):
+        cx, cy = (area[0] + area[2]) // 2, (area[1] + area[3]) // 2
+        for (x1, y1, x2, y2), text in texts.items():
+            if x1 <= cx < x2 and y1 <= cy < y2:
+                return text
+        return ""
+
+    return read
+
+
+BUY = buy_dialog.on_screen(buy_dialog.BUY)
+CROSS = buy_dialog.on_screen(buy_dialog.CROSS)
+
+
+@pytest.mark.parametrize("text, spends", [
+    ("BUY", True), ("Buy now", True), ("Top up", True), ("Use item", True), ("立即购买", True), ("購入する", True),
+    ("구매", True), ("兌換", True), ("Pause", False), ("Close", False), ("Museum", False), ("later", False)])
+def test_spending_words_match_whole_latin_words_and_any_cjk(text, spends):
+    assert says(text, SPENDING) is spends
+
+
+def test_a_graph_extends_the_spending_words_and_closing_words_are_their_own():
+    assert says("Summon x10", spending(["summon"])) and not says("Summon x10", SPENDING)
+    assert all(says(w, CLOSING) for w in ("Close", "CANCEL", "Later", "Skip", "关闭", "キャンセル", "닫기"))
+
+
+def test_no_try_ever_lands_on_a_button_that_says_buy_and_closers_come_before_the_tap_outside_and_the_rest():
+    shown = frame()
+    guard = Guard(read=reader({BUY: "BUY", CROSS: "x"}))
+    visible, grid = options(Dialog(0, BOX), shown, BOX, guard=guard)
+    taps = [a for a in visible + grid if a["type"] == "tap"]
+    assert taps and not [a for a in taps if inside(a, BUY)]
+    order = [action_key(a) for a in visible]
+    outside = next(i for i, a in enumerate(visible) if a["type"] == "tap" and not inside(a, BOX))
+    corners = [i for i, a in enumerate(visible) if a["type"] == "tap" and inside(a, CROSS)]
+    assert order[0] == "key:back" and corners and max(corners) < outside  # the faint cross before the tap outside
+    assert all(inside(a, BOX) for a in visible[outside + 1:])  # the other regions only after it
+
+    dialog, tries = Dialog(0, BOX), Counter()
+    for _ in range(40):  # the whole search, spent: never BUY
+        action = next_try([dialog], dialog, tries, lambda: shown, guard=guard)
+        if action is None:
+            break
+        assert not inside(action, BUY) or action["type"] == "key", action
+        tries[action_key(action)] += 1
+        dialog.tried[action_key(action)] += 1
+
+
+def test_what_closed_another_dialog_is_not_tried_where_this_one_says_buy():
+    shown = frame()
+    guard = Guard(read=reader({BUY: "BUY"}))
+    other = Dialog(1, BOX, closed=Counter({f"tap:{(BUY[0] + BUY[2]) // 2},{(BUY[1] + BUY[3]) // 2}": 3}))
+    dialog = Dialog(0, BOX)
+    action = next_try([other, dialog], dialog, Counter({"key:back": 1}), lambda: shown, guard=guard)
+    assert action is not None and not inside(action, BUY)
+
+
+def test_without_a_reader_the_most_prominent_button_is_left_alone():
+    shown = frame()
+    guard = Guard(read=None)
+    visible, grid = options(Dialog(0, BOX), shown, BOX, guard=guard)
+    assert not [a for a in visible + grid if a["type"] == "tap" and inside(a, BUY)]
+
+
+def test_a_button_the_graph_knows_as_spending_is_left_alone_whatever_it_reads():
+    shown = frame()
+    guard = Guard(read=reader({}), known=lambda f: [BUY])
+    visible, grid = options(Dialog(0, BOX), shown, BOX, guard=guard)
+    assert not [a for a in visible + grid if a["type"] == "tap" and inside(a, BUY)]
+
+
+def test_a_small_square_in_a_top_corner_is_a_closer_and_a_wide_button_is_not():
+    assert corner_closer((860, 210, 890, 240), BOX) and corner_closer((385, 205, 415, 235), BOX)
+    assert not corner_closer(BUY, BOX) and not corner_closer((620, 300, 650, 330), BOX)
+
+
+def test_without_a_guard_the_order_is_the_explorers():
+    shown = frame()
+    visible, _ = options(Dialog(0, BOX), shown, BOX)
+    assert visible[0] == {"type": "key", "key": "back"} and not inside(visible[-1], BOX)  # the tap outside last
+
+
+def test_the_studio_marks_a_proposal_found_by_the_search():
+    script = (ROOT / "engine" / "faces" / "studio" / "static" / "proposals.js").read_text()
+    assert '["found by", foundBy(p)]' in script and "the search (no model)" in script
+
+
+def test_a_lesson_found_by_the_search_says_so_in_its_proposal(tmp_path):
+    from engine.learning.learner import Learner, Lesson
+    from engine.learning.proposals import popup_yaml
+
+    shown = frame()
+    clean = shown.copy()
+    clean[200:520, 380:900] = 60
+    learner = Learner(tmp_path)
+    learner.known["page_main"] = clean
+    point = ((CROSS[0] + CROSS[2]) // 2, (CROSS[1] + CROSS[3]) // 2)
+    _, proposal = learner.record(Lesson(shown, point, "dialog over page_main", found_by="search"), "page_main")
+    assert proposal["found_by"] == "search" and "found by the search" in popup_yaml(proposal)
+    _, model = Learner(tmp_path / "m").record(Lesson(shown, point, "offer"), "page_main")
+    assert model["found_by"] == "model"
+    assert cv2.imread(str(tmp_path / f"{proposal['name']}.crop.png")) is not None

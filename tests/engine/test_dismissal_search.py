@@ -1,0 +1,146 @@
+"""The dismissal search on the navigator's ladder (issue 46), end to end through open_session with NO model key: the
+simulator draws the full Azur Lane graph, the session runs on a user's copy of it, and dialogs no graph knows are
+drawn by the tests themselves (tests/engine/new_dialog.py, tests/engine/buy_dialog.py).
+
+Over page_reward the page stays recognised under the dialog (a covered page); over page_main the dialog hides it
+(an unknown screen): both climb the ladder (back, home, search, model, restart).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.runtime.session import open_session
+from engine.sim import Overlay, start_embedded
+from tests.engine import buy_dialog, new_dialog
+from tests.engine import test_learning_trust as trust
+from tests.engine.sim.conftest import FakeClock
+
+ROOT = Path(__file__).resolve().parents[2]
+drawn = trust.drawn
+TRIPS = (("page_reward", "page_main"), ("page_main", "page_mail"), ("page_mail", "page_reward"))
+
+
+@pytest.fixture
+def nokey(drawn, tmp_path, monkeypatch):
+    """(open(policy_text) -> session, game, graph_dir, proposals folder, taps): no GEMINI_API_KEY; `taps` records
+    every tap the game received."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    full, assets = drawn
+    graph_dir, pack_dir = tmp_path / "my_graph", trust._user_pack(tmp_path / "my_pack", assets)
+    shutil.copytree(ROOT / "pages" / "azurlane", graph_dir)
+    sessions, clock, taps = [], FakeClock(), []
+    with start_embedded(full, assets=assets, clock=clock) as sim:
+        game, tap = sim.game, sim.game.tap
+
+        def recorded(x, y, *args, **kwargs):
+            taps.append((x, y))
+            return tap(x, y, *args, **kwargs)
+
+        game.tap = recorded
+
+        def open_(policy: str):
+            policy_file = tmp_path / f"policies_{len(sessions)}.yaml"
+            policy_file.write_text(policy)
+            session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port, graph_dir=graph_dir,
+                                   assets=pack_dir, transcript_dir=tmp_path / "run", policies_file=policy_file,
+                                   clock=clock, sleep=clock.sleep)
+            sessions.append(session)
+            assert session.observer.vision is None  # no key: no model
+            return session
+
+        try:
+            yield open_, game, graph_dir, tmp_path / "run" / "proposals", taps
+        finally:
+            for session in sessions:
+                session.close()
+
+
+def _trip(session, game, i: int, dialog: Overlay):
+    here, there = TRIPS[i % len(TRIPS)]
+    assert session.tools.alas_goto(here).ok
+    game.show_overlay(dialog)
+    result = session.tools.alas_goto(there)
+    truth = game.truth()
+    assert result.ok and truth["page"] == there and not truth["overlays"], (result.text, truth)  # never false
+    return result
+
+
+def _searches(session) -> int:
+    return sum(1 for s in session.tools.last_run.steps if s["kind"] == "search_try")
+
+
+@pytest.mark.parametrize("trip", [0, 1], ids=["covered_page", "unknown_screen"])
+def test_the_search_closes_a_dialog_by_its_faint_cross_and_never_touches_its_big_bright_buy(nokey, trip):
+    open_, game, _, _, taps = nokey
+    session = open_("learning: propose\n")
+    here, _ = TRIPS[trip]
+    assert session.tools.alas_goto(here).ok
+    del taps[:]
+    result = _trip(session, game, trip, buy_dialog.offer())
+    x1, y1, x2, y2 = buy_dialog.on_screen(buy_dialog.BUY)
+    assert not [t for t in taps if x1 <= t[0] < x2 and y1 <= t[1] < y2], taps
+    [closed] = result.data["dialogs_closed"]
+    assert closed["rung"] == "search" and closed["taps"] == len(closed["actions"]) >= 1, closed
+    cx1, cy1, cx2, cy2 = buy_dialog.on_screen(buy_dialog.CROSS)
+    last = closed["actions"][-1]
+    assert last["type"] == "tap" and cx1 <= last["point"][0] < cx2 and cy1 <= last["point"][1] < cy2, closed
+    assert result.data["vision_calls"] == 0
+    kinds = [s["kind"] for s in session.tools.last_run.steps]
+    assert "dialog_closed" in kinds and kinds.index("search") > kinds.index("recover")  # (back first)
+
+
+def test_auto_accepts_a_dialog_the_search_closed_three_times_then_it_costs_no_search(nokey):
+    open_, game, graph_dir, proposals, _ = nokey
+    session = open_("learning: {mode: auto, min_sightings: 3}\n")
+    for i in range(3):
+        result = _trip(session, game, i, new_dialog.offer())
+        assert result.data["dialogs_closed"][0]["rung"] == "search" and result.data["vision_calls"] == 0
+        kinds = [s["kind"] for s in result.data["learning"]]
+        assert kinds == ["proposal"] + ["proposal_accepted"] * (i == 2), kinds
+    [learned] = graph_dir.glob("learned_*.yaml")
+    popup = yaml.safe_load(learned.read_text())["popups"][0]
+    record = yaml.safe_load((proposals / "accepted" / f"{popup['name']}.yaml").read_text())
+    assert record["found_by"] == "search" and record["sightings"] == 3
+    assert "found by the search" in popup["description"]
+    for i in range(3):  # a known popup now: no search, no model
+        result = _trip(session, game, i, new_dialog.offer())
+        assert _searches(session) == 0 and result.data["vision_calls"] == 0, result.data
+        assert "dialogs_closed" not in result.data
+        assert [s["popup"] for s in session.tools.last_run.steps if s["kind"] == "dismiss"] == [popup["name"]]
+
+
+def test_propose_mode_writes_a_proposal_marked_as_found_by_the_search(nokey):
+    open_, game, graph_dir, proposals, _ = nokey
+    session = open_("learning: propose\n")
+    for i in range(2):
+        _trip(session, game, i, new_dialog.offer())
+    [path] = proposals.glob("*.yaml")
+    proposal = yaml.safe_load(path.read_text())
+    assert proposal["found_by"] == "search" and proposal["sightings"] == 2 and not list(graph_dir.glob("learned_*"))
+
+
+def test_a_dialog_nothing_closes_is_restarted_away_to_the_start_page_and_the_goto_arrives(nokey):
+    open_, game, _, _, _ = nokey
+    session = open_("learning: off\n")
+    stuck = Overlay("stuck", new_dialog.panel(None), new_dialog.AT, (-10, -10, -5, -5), dim=0.45)  # no way out
+    result = _trip(session, game, 0, stuck)
+    [closed] = result.data["dialogs_closed"]
+    assert closed["rung"] == "restart", closed
+    steps = session.tools.last_run.steps
+    rungs = [s["rung"] for s in steps if s["kind"] == "recover"]
+    assert rungs.index("search") < rungs.index("restart") and "vision" in rungs  # (the model's rung: no key)
+    assert sum(1 for s in steps if s["kind"] == "restart") == 1
+    assert 0 < _searches(session) <= 30
+
+
+def test_no_search_when_the_policy_says_so(nokey):
+    open_, game, _, _, _ = nokey
+    session = open_("learning: {mode: propose, search: 0}\n")
+    result = _trip(session, game, 0, new_dialog.offer())
+    assert _searches(session) == 0 and result.data["dialogs_closed"][0]["rung"] == "restart"
