@@ -86,7 +86,10 @@ class Capture:
             try:
                 frame = self.once(method)
             except BadFrame as exc:
-                if method in self.worked or method == "png":
+                # a method that gave frames before and fails now raises (a connection's trouble is retried by the
+                # policy as a ConnectionLost or DeviceTimeout, never as this); one that never gave a frame here
+                # is this device's lack: the next method is tried
+                if method in self.worked or method == self.order[-1]:
                     raise
                 log.info("capture %s unusable on %s (%s); trying the next method", method, self.device.serial, exc)
                 self.order.remove(method)
@@ -166,7 +169,10 @@ class Capture:
                 said = _said(conn.conn).removeprefix(b"OKAY").strip()
                 if said:  # nc not found, refused, a FAIL: the shell said why
                     raise BadFrame(f"nc gave no frame: {said[:200]!r}", serial=device.serial) from None
-                raise DeviceTimeout("nc did not connect in time", serial=device.serial) from None
+                if "nc" in self.worked:  # it worked before: a hiccup the policy retries
+                    raise DeviceTimeout("nc did not connect in time", serial=device.serial) from None
+                raise BadFrame("nc never connected (no nc, or the device cannot reach the reverse port)",
+                               serial=device.serial) from None
             with peer:
                 peer.settimeout(max(0.05, device._client.remaining() or left))
                 out = bytearray()
@@ -214,7 +220,9 @@ class Capture:
                 if out:
                     return bytes(out)
                 time.sleep(0.02)
-            raise DeviceTimeout("nc -l gave no frame through adb forward in time", serial=device.serial)
+            if "nc" in self.worked:
+                raise DeviceTimeout("nc -l gave no frame through adb forward in time", serial=device.serial)
+            raise BadFrame("nc -l never gave a frame through adb forward", serial=device.serial)
         finally:
             conn.close()
 
