@@ -4,7 +4,8 @@ and went by themselves on the way (loading screens).
 A screen counts as settled when it has not changed for `quiet` seconds (longer for a screen never seen before, so a
 slow loading screen is not taken for a page, and never while it is a known loading screen); a change of a few cells
 (a ticking clock) only restarts the `quiet` wait, and is no loading screen; a screen that only ever changes that
-little settles after ANIMATED seconds (it animates without end); the whole wait is
+little settles after ANIMATED seconds (it animates without end), ANIMATED_NEW for one never seen (a loading
+screen's progress bar changes little too); the whole wait is
 bounded by `longest`. Black frames and transient device errors are looked past, up to the same bound.
 """
 
@@ -31,6 +32,9 @@ ANIMATED = 1.5
 """A screen whose changes since it appeared all stayed small (swaying art, particles, ticking timers: a few cells)
 for this long has settled: it animates, and nothing else is coming. Without it a page that never holds still cost
 the whole LONGEST wait per action (issue 45: 4 actions in 30 s on a generated game with particles)."""
+ANIMATED_NEW = 8.0
+"""The same for a screen never seen before: a loading screen's growing progress bar changes a few cells too, and it
+must be given the time to go where it goes (a loading screen of a generated game was drafted as a page at 1.5 s)."""
 LONGEST = 30.0
 FAILURES_IN_A_ROW = 5
 """Screenshots failing in a row (each already retried by the device's policy) before the device counts as gone."""
@@ -55,7 +59,7 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
 
     `pace` scales every wait (a simulator that answers at once can be looked at faster than a phone)."""
     quiet, quiet_new, poll, transient = QUIET * pace, QUIET_NEW * pace, POLL * pace, TRANSIENT * pace
-    animated = ANIMATED * pace
+    animated, animated_new = max(ANIMATED, QUIET) * pace, max(ANIMATED_NEW, QUIET_NEW) * pace
     start = clock()
     out = Settled(None, None)
     held_since = still_since = start
@@ -92,7 +96,7 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
                 out.frame, out.sketch, still_since = frame, sk, now
                 if not small:
                     held_frame, held_sketch, held_since = frame, sk, now
-                elif now - held_since >= max(animated, quiet if known(sk) else quiet_new) and not loading(sk):
+                elif now - held_since >= (animated if known(sk) else animated_new) and not loading(sk):
                     return out  # only small changes since it appeared: an animated screen, settled
             else:
                 out.frame = frame

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.explore.effects import ANIMATED, LONGEST, settle
+from engine.explore.effects import ANIMATED, ANIMATED_NEW, LONGEST, settle
 
 
 class Clock:
@@ -40,9 +40,12 @@ def test_a_page_whose_sparks_never_stop_settles_after_the_animation_wait_not_the
         frame[300:340, x:x + 40] = 255 - frame[300:340, x:x + 40]  # a few cells change, the rest holds
         return frame
 
-    done = settle(look, sleep=clock.sleep, clock=clock.now)
+    done = settle(look, sleep=clock.sleep, clock=clock.now)  # a known page
     assert not done.timed_out and done.frame is not None
     assert ANIMATED <= clock.t < ANIMATED + 1.0 < LONGEST
+    clock.t = 0.0  # never seen: a loading screen's bar changes little too, and is given longer to go somewhere
+    done = settle(look, sleep=clock.sleep, clock=clock.now, known=lambda sk: False)
+    assert not done.timed_out and ANIMATED_NEW <= clock.t < ANIMATED_NEW + 1.0 < LONGEST
 
 
 def test_a_screen_that_changes_wholesale_is_still_waited_out():
