@@ -2,8 +2,9 @@
 
 Asserted, each against a baseline timed in alternation with ours in the same run (so a busy machine slows both
 alike): verifying the expected page at most 0.75 of the naive way (the whole frame converted to gray, then the same
-checks); classifying among every Azur Lane page and popup at most half of a naive ALAS-style classifier; OCR of one
-known region at most 0.85 of RapidOCR's full pipeline on the same crop and 0.97 of its recognition alone; the vision
+checks); classifying among every Azur Lane page and popup at most 0.75 of a naive ALAS-style classifier; OCR of one
+known region at most 0.85 of RapidOCR's full pipeline on the same crop and not slower than its recognition alone
+(1.15x room; the fused model's 0.93 is reported with its interval, not asserted: issue 49); the vision
 client at most a few times the bare HTTP round trip to the same local endpoint. Peak RSS of observing <= 200 MB
 without OCR and <= 600 MB with it. Absolute times (targets: verify p50 ~0.2 ms, classify ~10 ms, OCR ~12 ms on the
 machine of the README's tables) are printed and written to the run's figures file, never asserted: machines here
@@ -32,6 +33,10 @@ from engine.sim import SimGame, SyntheticAssets
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS: dict[str, float] = {}
+CLASSIFY_OVER_NAIVE = 0.75
+"""Classifying among every page and popup against the naive ALAS-style classifier: a gain of at least a quarter."""
+NOT_SLOWER = 1.15
+"""A ratio bound for "not slower than": wider than the largest run-to-run ratio seen for the fused OCR (1.04)."""
 SIM_PAGES = ["page_main", "page_commission", "page_dock", "page_shop", "page_reward", "page_guild",
              "page_campaign_menu", "page_research", "page_build", "page_meowfficer", "page_mail", "page_academy"]
 
@@ -67,8 +72,8 @@ def _cycle(frames):
     return next_frame
 
 
-def _paired_p50(ours, naive, rounds: int, block: int = 1) -> tuple[float, float]:
-    """p50 in ms of `ours` and `naive`, called in alternation (after one warm-up call each), `block` calls of one
+def _paired_samples(ours, naive, rounds: int, block: int = 1) -> tuple[list[float], list[float]]:
+    """Times in ms of `ours` and `naive`, called in alternation (after one warm-up call each), `block` calls of one
     before `block` calls of the other: a block of a whole frame cycle keeps each way's caches as warm as they are in
     steady use, so that the ratio measures the work and not which way evicted the other's data."""
     ours(), naive()
@@ -78,8 +83,24 @@ def _paired_p50(ours, naive, rounds: int, block: int = 1) -> tuple[float, float]
             for _ in range(block):
                 start = time.perf_counter()
                 way()
-                kept.append(time.perf_counter() - start)
-    return 1000 * statistics.median(samples[0]), 1000 * statistics.median(samples[1])
+                kept.append(1000 * (time.perf_counter() - start))
+    return samples
+
+
+def _paired_p50(ours, naive, rounds: int, block: int = 1) -> tuple[float, float]:
+    """p50 in ms of `ours` and `naive` (_paired_samples)."""
+    a, b = _paired_samples(ours, naive, rounds, block)
+    return statistics.median(a), statistics.median(b)
+
+
+def ratio_interval(a: list[float], b: list[float], draws: int = 1000) -> tuple[float, float]:
+    """The 95 % bootstrap interval of median(a) / median(b), resampling the alternated rounds in pairs: the spread
+    of the ratio inside one run (issue 49: a gain is claimed only when this interval stays clear of 1)."""
+    x, y = np.asarray(a), np.asarray(b)
+    n = min(len(x), len(y))
+    picks = np.random.default_rng(0).integers(0, n, (draws, n))
+    ratios = np.median(x[:n][picks], axis=1) / np.median(y[:n][picks], axis=1)
+    return float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
 
 
 def test_bench_verify_expected_page(benchmark, sim, figures):
@@ -102,18 +123,23 @@ def test_bench_verify_expected_page(benchmark, sim, figures):
     assert naive()[0]
     median = _median_ms(benchmark)
     if median is not None:
-        ours, whole = _paired_p50(lambda: observer.verify_page(frame, page), naive, rounds=300)
-        benchmark.extra_info.update({"naive_ms": whole, "ratio": ours / whole})
+        a, b = _paired_samples(lambda: observer.verify_page(frame, page), naive, rounds=300)
+        ours, whole = statistics.median(a), statistics.median(b)
+        low, high = ratio_interval(a, b)
+        benchmark.extra_info.update({"naive_ms": whole, "ratio": ours / whole, "ratio_95": [low, high]})
         RESULTS["verify_expected"] = median
         figures.add("verify_p50_ms", ours)
         figures.add("naive_verify_p50_ms", whole, kind="baseline")
         figures.add("verify_over_naive", ours / whole, "x", kind="ratio")
-        assert ours <= 0.75 * whole, (ours, whole)
+        figures.add("verify_over_naive_95_low", low, "x", kind="spread")
+        figures.add("verify_over_naive_95_high", high, "x", kind="spread")
+        assert ours <= 0.75 * whole, (ours, whole)  # measured 0.355-0.366 over three runs beside other work
 
 
 def test_bench_classify_all_pages_and_popups(benchmark, sim, figures):
     """Classify among every page and popup, against the naive ALAS-style classifier (below) on the same frames,
-    timed in alternation, so that a busy machine slows both alike: ratio asserted <= 0.5 (measured 0.11-0.2)."""
+    timed in alternation, so that a busy machine slows both alike: ratio asserted <= 0.75 (measured 0.38-0.58 beside
+    other work, issue 49)."""
     graph, assets, observer, frames = sim
     next_frame = _cycle(frames)
 
@@ -129,13 +155,19 @@ def test_bench_classify_all_pages_and_popups(benchmark, sim, figures):
         RESULTS["classify"] = median
         naive = NaiveAlas(graph, assets)
         ours_frame, naive_frame = _cycle(frames), _cycle(frames)
-        ours, baseline = _paired_p50(lambda: observer.observe(ours_frame()[1]),
-                                     lambda: naive.classify(naive_frame()[1]), rounds=6, block=len(frames))
-        benchmark.extra_info.update({"naive_alas_ms": baseline, "ratio": ours / baseline})
+        a, b = _paired_samples(lambda: observer.observe(ours_frame()[1]),
+                               lambda: naive.classify(naive_frame()[1]), rounds=20, block=len(frames))
+        ours, baseline = statistics.median(a), statistics.median(b)
+        low, high = ratio_interval(a, b)
+        benchmark.extra_info.update({"naive_alas_ms": baseline, "ratio": ours / baseline, "ratio_95": [low, high]})
         figures.add("classify_p50_ms", ours)
         figures.add("naive_alas_classify_p50_ms", baseline, kind="baseline")
         figures.add("classify_over_naive_alas", ours / baseline, "x", kind="ratio")
-        assert ours <= 0.5 * baseline, (ours, baseline)
+        figures.add("classify_over_naive_alas_95_low", low, "x", kind="spread")
+        figures.add("classify_over_naive_alas_95_high", high, "x", kind="spread")
+        # Measured (issue 49, scripts/timing-spread.py, 6 rounds then): 0.38-0.58 over three runs beside other work;
+        # 0.5 failed one run in three. With 20 rounds the bound leaves room over the spread's top.
+        assert ours <= CLASSIFY_OVER_NAIVE * baseline, (ours, baseline, low, high)
 
 
 class NaiveAlas:
@@ -197,18 +229,27 @@ def test_bench_ocr_known_region(benchmark, figures):
         region = np.ascontiguousarray(frame[60:115, 90:400])
         shipped = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, det_limit_type="max", print_verbose=False)
         ours, full = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)), lambda: shipped(region), rounds=30)
-        _, alone = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)),
-                               lambda: shipped(region, use_det=False, use_cls=False, use_rec=True), rounds=60)
+        a, b = _paired_samples(lambda: ocr.read_text(frame, (90, 60, 400, 115)),
+                               lambda: shipped(region, use_det=False, use_cls=False, use_rec=True), rounds=150)
+        low, high = ratio_interval(a, b)
+        mine, alone = statistics.median(a), statistics.median(b)
         benchmark.extra_info.update({"full_pipeline_ms": full, "ratio": ours / full, "shipped_recognition_ms": alone,
-                                     "ratio_to_shipped_recognition": ours / alone})
+                                     "ratio_to_shipped_recognition": mine / alone,
+                                     "ratio_to_shipped_recognition_95": [low, high]})
         RESULTS["ocr"] = median
         figures.add("ocr_p50_ms", ours)
         figures.add("rapidocr_full_pipeline_p50_ms", full, kind="baseline")
         figures.add("rapidocr_shipped_recognition_p50_ms", alone, kind="baseline")
         figures.add("ocr_over_full_pipeline", ours / full, "x", kind="ratio")
-        figures.add("ocr_over_shipped_recognition", ours / alone, "x", kind="ratio")
-        assert ours <= 0.85 * full, (ours, full)
-        assert ours <= 0.97 * alone, (ours, alone)  # the fused model: measured 0.91-0.92
+        figures.add("ocr_over_shipped_recognition", mine / alone, "x", kind="ratio")
+        figures.add("ocr_over_shipped_recognition_95_low", low, "x", kind="spread")
+        figures.add("ocr_over_shipped_recognition_95_high", high, "x", kind="spread")
+        print(f"\nfused OCR over RapidOCR's shipped recognition: {mine / alone:.3f} (95 % {low:.3f}-{high:.3f})")
+        assert ours <= 0.85 * full, (ours, full)  # measured 0.65-0.70 over three runs beside other work (issue 49)
+        # The fused model's gain is real but small: 0.93 (95 % interval 0.92-0.94) in each of 3 quiet runs of 300
+        # alternated rounds, 0.92-0.97 beside two busy loops, where one interval reached 1.03; single short runs
+        # measured up to 1.04 (issue 49). A gain inside that spread is not asserted: only "not slower", with room.
+        assert mine <= NOT_SLOWER * alone, (mine, alone, low, high)
 
 
 class _Canned(BaseHTTPRequestHandler):
@@ -264,8 +305,12 @@ def test_bench_vision_round_trip_overhead(benchmark, sim, figures):
             from engine.llm.images import QUALITIES
 
             connection = http.client.HTTPConnection("127.0.0.1", httpd.server_address[1], timeout=5)
-            ours, bare = _paired_p50(ask, lambda: _bare_round_trip(connection, frame, QUALITIES[0]), rounds=40)
-            benchmark.extra_info.update({"bare_round_trip_ms": bare, "ratio": ours / bare})
+            a, b = _paired_samples(ask, lambda: _bare_round_trip(connection, frame, QUALITIES[0]), rounds=40)
+            ours, bare = statistics.median(a), statistics.median(b)
+            low, high = ratio_interval(a, b)
+            figures.add("vision_over_bare_95_low", low, "x", kind="spread")
+            figures.add("vision_over_bare_95_high", high, "x", kind="spread")
+            benchmark.extra_info.update({"bare_round_trip_ms": bare, "ratio": ours / bare, "ratio_95": [low, high]})
             RESULTS["vision"] = median
             figures.add("vision_round_trip_p50_ms", ours)
             figures.add("bare_round_trip_p50_ms", bare, kind="baseline")
@@ -280,7 +325,8 @@ def test_bench_vision_round_trip_overhead(benchmark, sim, figures):
 
 
 VISION_OVER_BARE = 6.0
-"""The client's round trip over the bare one, timed in alternation (measured: see the test's docstring)."""
+"""The client's round trip over the bare one, timed in alternation (measured: see the test's docstring; 2.7-4.0 over
+three runs beside other work, issue 49)."""
 
 
 def _bare_round_trip(connection, frame: np.ndarray, quality: int) -> None:

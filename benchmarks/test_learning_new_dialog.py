@@ -47,11 +47,14 @@ BACK = 0.3
 ROOT = Path(__file__).resolve().parents[1]
 MODES = {"propose": "learning: propose\n", "auto": "learning: {mode: auto, min_sightings: 3}\n"}
 
+AUTO_OVER_PROPOSE = 1.5
+"""Auto mode's wall time over propose mode's: not slower, with room over the measured spread (0.21-0.92)."""
+
 
 @pytest.mark.soak
 @pytest.mark.parametrize("moving", [False, True], ids=["fixed_x", "moving_x"])
 def test_auto_mode_learns_the_new_dialog_and_stays_as_fast_as_propose_mode(tmp_path, monkeypatch, moving, benchmark,
-                                                                         capsys):
+                                                                         capsys, figures):
     full = load_graph(server="en")
     assets = SyntheticAssets(full)
     pack = _user_pack(tmp_path / "pack", assets)
@@ -128,4 +131,7 @@ def test_auto_mode_learns_the_new_dialog_and_stays_as_fast_as_propose_mode(tmp_p
         assert stats[mode]["false"] == [] and not stats[mode]["failed"], (mode, stats[mode])
     assert len(stats["auto"]["accepted"]) == 1 and not stats["propose"]["accepted"], stats
     assert per100["propose"]["before"] > 0 and per100["auto"]["after"] == 0, per100
-    assert ratio <= 1.2, (ratio, stats["auto"]["seconds"], stats["propose"]["seconds"])
+    figures.add("auto_over_propose_wall", ratio, "x", kind="ratio")
+    # "Not slower", with room: the two modes run one after the other (not interleaved), so load moves the ratio:
+    # 0.21-0.92 over three runs beside two busy loops and other work (issue 49, scripts/timing-spread.py).
+    assert ratio <= AUTO_OVER_PROPOSE, (ratio, stats["auto"]["seconds"], stats["propose"]["seconds"])
