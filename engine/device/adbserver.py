@@ -263,8 +263,10 @@ def settle(host: str | None = None, port: int | None = None) -> ServerCheck:
 
 # ---------------------------------------------------------------------------------------------- health's view
 
-SERVER_PROBE_BOUND = 0.3
-"""Seconds a health check waits for host:version: a live server answers in about a millisecond."""
+SERVER_PROBE_BOUND = 0.8
+"""Seconds a health check waits for host:version. A live server answers in about a millisecond when the machine is
+quiet, but a Python one (the simulator's) on a loaded 2-core machine (load 15) took over 0.3 s and was called dead
+(tests/engine/test_cli_mode.py, issue 49); 0.8 s still leaves health inside its 2 s promise."""
 
 
 def server_down(host: str | None = None, port: int | None = None, *, bound: float = 1.0,
