@@ -57,7 +57,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_POPUP_DISMISSALS = 4
-"""Times one popup may be dismissed in one run before it counts as blocking."""
+"""Times one popup may be dismissed, with no page seen clean in between, before it counts as blocking (a popup shown
+again after a later hop went away first: a game with few popups shows one after many hops of one long goto)."""
 SETTLE_S = 0.6
 """Least time a hop may take to show its effect before the frame is judged (debounce window)."""
 POLL_S, MAX_POLL_S = 0.1, 0.5
@@ -214,6 +215,8 @@ class Navigator:
                 ctx.record("verdict", verdict=verdict.value, expected=course.expected, observed=obs.page,
                            popups=list(obs.popups))
             if verdict in (Verdict.VERIFIED, Verdict.MISMATCH):
+                if not obs.popups:  # the popups dismissed so far went away: one shown after a later hop is new
+                    ctx.detectors.dismissed.clear()
                 self._believe(verdict, obs, course.expected)
                 self._verified = (obs, getattr(self.actuator, "performed", None)) if obs.page else None
                 course.ladder = course.cover_rung = course.covered = 0

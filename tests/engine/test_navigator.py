@@ -115,6 +115,17 @@ def test_a_popup_that_never_goes_away_is_reported_not_looped_on(session_factory)
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
 
+def test_a_popup_that_comes_back_after_each_hop_is_dismissed_each_time(session_factory):
+    """A popup dismissed, then a page seen clean, went away: the same popup after a later hop is a new one (a game
+    with few popups shows the same one after many hops of one long goto), not one that stays."""
+    s = session_factory(Scenario(popup_p=1.0, popups=["GET_ITEMS_1"]))
+    result = s.tools.alas_goto("page_island_order")
+    dismissals = [e for e in s.tools.last_run.steps if e["kind"] == "dismiss"]
+    assert result.ok, result.text
+    assert len(dismissals) > 4  # more than MAX_POPUP_DISMISSALS, each after a hop
+    assert_claim_matches_truth(result, s.sim.game, "page_island_order")
+
+
 def test_loading_screens_are_waited_out(session_factory):
     s = session_factory(Scenario(loading_min=0.3, loading_max=0.5))
     result = s.tools.alas_goto("page_reward")
