@@ -130,7 +130,9 @@ def options(popup: Any, frame: np.ndarray | None, box: Area | None = None, *, sp
     inset = max(8, min(box[2] - box[0], box[3] - box[1]) // CORNER_INSET)  # where a cross too faint to find sits
     corners = [{"type": "tap", "point": [box[2] - inset, box[1] + inset]},
                {"type": "tap", "point": [box[0] + inset, box[1] + inset]}]
-    visible += [c for c in corners if not any(inside(c, a) for a in [*judged.forbidden, *judged.closers])]
+    near = [spots.centre(a) for a in judged.closers]  # (a closer tapped there already; a big one is not a cross)
+    visible += [c for c in corners if not any(inside(c, a) for a in judged.forbidden)
+                and not any(abs(c["point"][0] - x) < 12 and abs(c["point"][1] - y) < 12 for x, y in near)]
     visible += [out] if not any(inside(out, a) for a in judged.forbidden) else []
     visible += [_tap(a, spots) for a in judged.others[:len(areas)]]
     grid = spots.box_grid(box, (w, h), visible + banned)

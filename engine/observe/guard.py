@@ -28,6 +28,9 @@ PAD = 8
 """Pixels around a forbidden region a tap keeps away from (its detected box may be a little smaller than drawn)."""
 CORNER = 0.3
 """Share of the box's width (from either side) and height (from the top) where a close cross or back arrow sits."""
+BUTTON_TEXT, BUTTON_SHARE = 24, 0.4
+"""A region reading more characters, or covering more of the dialog's box, is its body, not a button: the spending
+words in it are located line by line (the body is never tapped as a whole)."""
 READ_CACHE = 256
 """Readings kept (a showing's tries judge the same buttons again)."""
 SMALL = 0.22
@@ -42,6 +45,13 @@ class Judged:
     others: list[Area] = field(default_factory=list)
     forbidden: list[Area] = field(default_factory=list)
     texts: dict[Area, str] = field(default_factory=dict)
+
+
+def ocr_lines(frame: np.ndarray, area: Area) -> list[tuple[str, Area]]:
+    """The text lines inside `area` and where each is (verifiers.ocr's detection)."""
+    from verifiers.ocr import find_text
+
+    return [(line.text, line.box) for line in find_text(frame, area, min_confidence=0.3)]
 
 
 def ocr_reader(frame: np.ndarray, area: Area) -> str:
@@ -62,9 +72,10 @@ class Guard:
     """
 
     def __init__(self, words: Iterable[str] | None = None, *, read: Reader | None = ocr_reader,
-                 known: Callable[[np.ndarray], list[Area]] | None = None) -> None:
+                 known: Callable[[np.ndarray], list[Area]] | None = None,
+                 lines: Callable[[np.ndarray, Area], list[tuple[str, Area]]] | None = ocr_lines) -> None:
         self.spending = spending(words)
-        self.read, self.known = read, known
+        self.read, self.known, self.lines = read, known, lines
         self._last: tuple[int, Judged] | None = None
         self._read: dict[tuple, str] = {}  # (area, its pixels) -> text: a dialog's buttons are read once a showing
 
@@ -95,7 +106,9 @@ class Guard:
                 unread.append(area)
                 continue
             texts[area] = text
-            if says(text, self.spending):
+            if says(text, self.spending) and not _button(area, box, text):
+                forbidden += self._spenders_in(frame, area)  # a panel that says it somewhere: where exactly
+            elif says(text, self.spending):
                 forbidden.append(area)
             elif says(text, CLOSING) or corner_closer(area, box):
                 closers.append(area)
@@ -116,11 +129,35 @@ class Guard:
         self._last = (id(frame), judged)
         return judged
 
+    def _spenders_in(self, frame: np.ndarray, area: Area) -> list[Area]:
+        """The lines inside a large region (a dialog's body) that say they spend, grown by their height on each
+        side (the button around its label); none when they cannot be located (the region is not tapped)."""
+        x1, y1, x2, y2 = (max(0, int(v)) for v in area)
+        key = ("lines", area, hash(frame[y1:y2, x1:x2].tobytes()))
+        try:
+            found = self._read.get(key) or (self.lines(frame, area) if self.lines is not None else [])
+        except Exception as exc:  # noqa: BLE001 - a detector that fails locates nothing
+            log.warning("the dismissal search cannot locate the text of a dialog (%s)", exc)
+            found = []
+        self._read[key] = found
+        grown = []
+        for text, (x1, y1, x2, y2) in found:
+            if says(text, self.spending):
+                h = y2 - y1
+                grown.append((x1 - h, y1 - h, x2 + h, y2 + h))
+        return grown
+
     def allows(self, frame: np.ndarray | None, point: list[int] | tuple[int, int]) -> bool:
         """Whether a tap at `point` lands on nothing forbidden on `frame` (as last judged on it)."""
         if frame is None or self._last is None or self._last[0] != id(frame):
             return True
         return not any(a[0] <= point[0] < a[2] and a[1] <= point[1] < a[3] for a in self._last[1].forbidden)
+
+
+def _button(area: Area, box: Area, text: str) -> bool:
+    """A region that is one button, not a dialog's body: a short label, a small share of the dialog's box."""
+    share = (area[2] - area[0]) * (area[3] - area[1]) / max(1, (box[2] - box[0]) * (box[3] - box[1]))
+    return len(text.strip()) <= BUTTON_TEXT and share <= BUTTON_SHARE
 
 
 def corner_closer(area: Area, box: Area) -> bool:

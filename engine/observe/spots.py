@@ -205,7 +205,7 @@ def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:
     return box[0] <= x < box[2] and box[1] <= y < box[3]
 
 
-PANEL_SHARE = (0.05, 0.8)
+PANEL_SHARE = (0.025, 0.8)
 """Smallest and largest share of the screen a dialog's panel covers."""
 BAND_SHARE = 0.005
 """Smallest share of the screen of a band (a title bar, a button row) that extends a panel it lines up with."""
