@@ -43,8 +43,9 @@ def features(folder: str | Path) -> set[str]:
         actions = [lk["action"] for lk in links]
         if links and all(a["type"] == "key" for a in actions):
             out.add("exit:back_key_only")
-        if len(links) == 1 and actions[0]["type"] == "tap" and looks.get(actions[0]["button"], {}).get("look") == "icon":
-            x1, y1, x2, y2 = buttons[actions[0]["button"]]["area"]
+        only = actions[0] if len(links) == 1 else {}
+        if only.get("type") == "tap" and looks.get(only["button"], {}).get("look") == "icon":
+            x1, y1, x2, y2 = buttons[only["button"]]["area"]
             if (x2 - x1) * (y2 - y1) <= (0.06 * min(width, height)) ** 2:
                 out.add("exit:small_icon_only")
         if links and len({lk["to"] for lk in links}) == 1 and page["name"] != game["start_page"]:

@@ -135,8 +135,7 @@ def test_popups_show_in_play(drawn):
 
 
 def test_graphs_without_a_style_are_drawn_as_before(tmp_path):
-    from engine.sim import SimGame
-    from engine.sim import start_embedded
+    from engine.sim import SimGame, start_embedded
 
     graph = load_graph(ROOT / "tests" / "data" / "graphs" / "good").resolve()
     plain = SimGame(graph).frame()
