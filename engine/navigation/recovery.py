@@ -78,10 +78,10 @@ def climb(nav: Any, ctx: RunContext, obs: Observation, rung: str, settle_s: floa
             closed(ctx, "search", found, obs)
         return None if after is obs else after
     elif rung == "vision":
-        asked = ctx.vision_calls
+        since = len(ctx.steps)
         if not escalate(nav, ctx, unknown=not obs.covered):
             return None
-        taps.extend([{"type": "vision", "question": ctx.vision_calls}] if ctx.vision_calls > asked else [])
+        taps += _model_taps(ctx, since)
     elif not restart(nav, ctx):
         return None
     ctx.wait(settle_s)
@@ -94,6 +94,12 @@ def climb(nav: Any, ctx: RunContext, obs: Observation, rung: str, settle_s: floa
 def closed(ctx: RunContext, rung: str, taps: list[dict[str, Any]], before: Observation) -> None:
     """The dialog is gone: which rung closed it and the taps it took (the goto's ``data.dialogs_closed``)."""
     ctx.record("dialog_closed", rung=rung, taps=len(taps), actions=taps, over=before.page)
+
+
+def _model_taps(ctx: RunContext, since: int) -> list[dict[str, Any]]:
+    """What acting on the model's answer tapped (its lesson's point), else the question itself."""
+    return [{"type": "tap", "point": s["point"], "by": "model"} for s in ctx.steps[since:]
+            if s["kind"] == "lesson_tap"] or [{"type": "model", "question": ctx.vision_calls}]
 
 
 def dialogs_closed(ctx: RunContext) -> list[dict[str, Any]]:
@@ -168,7 +174,7 @@ def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: 
         ctx.detectors.repeats.forgive()
         course.expected = None
         return after
-    rung = "vision"
+    rung, since = "vision", len(ctx.steps)
     if not escalate(nav, ctx, unknown=False):
         hopeless = getattr(nav.observer, "vision", None) is None or ctx.vision_calls >= MAX_ESCALATIONS
         if not (hopeless and restart(nav, ctx)):  # (no model, or its questions spent: restarted, once a goto)
@@ -181,8 +187,8 @@ def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: 
     ctx.wait(settle_s)
     course.expected = None
     after = nav.look(ctx, expected=None)
-    if rung == "restart" and unblocked(after):
-        closed(ctx, rung, [], obs)
+    if unblocked(after):
+        closed(ctx, rung, _model_taps(ctx, since) if rung == "vision" else [], obs)
     return after
 
 

@@ -78,6 +78,8 @@ def test_auto_accepts_a_new_dialog_after_min_sightings_in_the_session_and_then_n
         result = _trip(session, game, i, spot)
         kinds = [s["kind"] for s in result.data["learning"]]
         assert result.data["vision_calls"] == 1 and kinds == ["proposal"] + ["proposal_accepted"] * (i == 2), kinds
+        [closed] = result.data["dialogs_closed"]  # the rung that closed it, and the model's tap (issue 46, point 5)
+        assert closed["rung"] == "vision" and closed["actions"][-1]["by"] == "model", closed
     accepted = result.data["learning"][1]
     assert accepted["bundle_sightings"] == 1, accepted  # the bundle showing the dialog counted for it
     [learned] = graph_dir.glob("learned_*.yaml")
