@@ -37,7 +37,9 @@ def test_the_agents_tap_that_clears_an_unknown_screen_becomes_a_proposal(scripte
     with start_embedded(full, assets=assets, clock=clock) as sim:
         device = open_device(sim.serial, graph=graph, policies=policies, adb_host=sim.host, adb_port=sim.port)
         observer = Observer(graph, assets)
-        nav = Navigator(device, graph, observer, clock=clock, learner=Learner(folder))
+        # (the agent's tap alone: no dismissal search, and no app to restart when the ladder is spent)
+        nav = Navigator(device, graph.model_copy(update={"app": None}), observer, clock=clock,
+                        learner=Learner(folder), search=0)
         tools = Tools(device, graph, observer, policies, navigator=nav, clock=clock, sleep=clock.sleep)
         assert tools.alas_goto("page_main").ok
         sim.game.show_popup(HIDDEN)
