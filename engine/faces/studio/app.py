@@ -60,9 +60,10 @@ The API (JSON unless said; ``box`` and ``area`` are ``[x1, y1, x2, y2]`` in fram
     GET  /api/steps             {steps: [{seq, label, url}]}: the frames of the last looks of the runs, by the
                                  transcript line of the look;  GET /api/steps/{seq}.png: one of them
     GET  /api/validate          {ok, summary, problems: [{file, line, col, message, severity}]}
-    GET  /api/proposals         {proposals: [{name, label, tap, area, shown_on, sightings, collision, known_pages,
-                                 first_seen, last_seen, frame_url, crop_url, yaml}], warnings, folder}: the popups
-                                 learned from the vision model (engine.learning.learner), waiting in the transcript
+    GET  /api/proposals         {proposals: [{name, label, found_by, tap, area, shown_on, sightings, collision,
+                                 known_pages, first_seen, last_seen, frame_url, crop_url, yaml}], warnings, folder}: the
+                                 popups learned from the vision model or the dismissal search (found_by: model |
+                                 search | agent | back key; engine.learning.learner), waiting in the transcript
                                  folder's proposals/; without a transcript folder: folder null and a `note`
     GET  /api/proposals/{name}/frame.png, /api/proposals/{name}/crop.png   the proposal's frame and template crop
     POST /api/proposals/{name}/accept  -> {accepted, graph_file, template, by, adopted}: the popup written into the
