@@ -36,7 +36,9 @@ def _ink(rgb) -> list[int]:
     return [20, 20, 28] if _luma(rgb) >= 140 else [245, 245, 240]
 
 
-def _backdrop(rng: random.Random, kind: str) -> dict[str, Any]:
+def _backdrop(rng: random.Random, kind: str, tone: str | None = None) -> dict[str, Any]:
+    """A backdrop of `kind`; with `tone` (dark or light), its colours are moved into that tone, so the labels drawn
+    for the shared backdrop read on it too (an area's own backdrop under the game's one ink)."""
     if kind == "dark":
         colour = _rgb(rng, 10, 50)
     elif kind == "light":
@@ -44,6 +46,11 @@ def _backdrop(rng: random.Random, kind: str) -> dict[str, Any]:
     else:
         colour = _rgb(rng, 40, 200)
     colour2 = [max(0, min(255, c + rng.randint(-60, 60))) for c in colour]
+    if tone is not None:  # the same draws, moved: a game without areas of their own is drawn as before
+        low, high = (10, 90) if tone == "dark" else (170, 245)
+        colour, colour2 = ([low + c * (high - low) // 255 for c in rgb] for rgb in (colour, colour2))
+        kind = {"dark": "light", "light": "dark"}.get(kind, kind) if kind != tone and kind in ("dark", "light") \
+            else kind
     return {"kind": kind, "colour": colour, "colour2": colour2, "seed": rng.randint(0, 2**31 - 1)}
 
 
@@ -242,8 +249,9 @@ class Builder:
         areas = sorted({p.area for p in self.plan.pages})
         style: dict[str, Any] = {"seed": self.seed, "script": self.script, "backdrop": self.backdrop}
         if self.per_area:
+            tone = "light" if self.ink[0] < 128 else "dark"  # dark ink reads on light backdrops
             style["areas"] = {a: _backdrop(rng, self.backdrop["kind"] if rng.random() < 0.5 else
-                                           rng.choice(BACKDROPS)) for a in areas if a != "main"}
+                                           rng.choice(BACKDROPS), tone) for a in areas if a != "main"}
             style["page_area"] = {p.name: p.area for p in self.plan.pages if p.area != "main"}
         if rng.random() < 0.5:
             style["band"], style["band_height"] = _rgb(rng, 10, 90), lay.band
