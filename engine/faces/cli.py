@@ -206,7 +206,10 @@ def progress(kind: str, entry: dict[str, Any]) -> None:
     elif kind == "dismiss":
         print(f"  dismissing {entry.get('popup')}", file=sys.stderr)
     elif kind == "recover":
-        print(f"  unknown screen: trying {entry.get('rung')}", file=sys.stderr)
+        where = f"a dialog over {entry['page']}" if entry.get("page") else "unknown screen"
+        print(f"  {where}: trying {entry.get('rung')}", file=sys.stderr)
+    elif kind == "dialog_closed":
+        print(f"  closed by {entry.get('rung')} ({entry.get('taps')} tap(s))", file=sys.stderr)
     elif kind == "worker_log":  # an outside worker's output line (alas_wrapped), secrets redacted
         from engine.core.redact import redact
 

@@ -8,6 +8,7 @@ Over page_reward the page stays recognised under the dialog (a covered page); ov
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -93,6 +94,9 @@ def test_the_search_closes_a_dialog_by_its_faint_cross_and_never_touches_its_big
     assert result.data["vision_calls"] == 0
     kinds = [s["kind"] for s in session.tools.last_run.steps]
     assert "dialog_closed" in kinds and kinds.index("search") > kinds.index("recover")  # (back first)
+    logged = [json.loads(line) for line in session.transcript.path.read_text().splitlines() if line.strip()]
+    assert any(e.get("kind") == "dialog_closed" and e.get("rung") == "search" and e.get("taps") == closed["taps"]
+               for e in logged), "the transcript names the rung and its taps"
 
 
 def test_auto_accepts_a_dialog_the_search_closed_three_times_then_it_costs_no_search(nokey):
