@@ -6,8 +6,7 @@ whose belief the last look verified, with nothing acted since, starts from that 
 
     VERIFIED      next hop (re-planned from the page actually seen)
     POPUP         dismiss the known popup by its own action (bounded), look again
-    COVERED       a known page with something over it that no popup names (engine.observe.cover): look once more
-                  while the hop settles, then the ladder (what closed it is a lesson for the learner); bounded
+    COVERED       something no popup names over a known page (engine.observe.cover): one more look, then the ladder
     LOADING       wait, look again (an unchanged frame right after a tap counts too)
     MISMATCH      relocalise the belief to the page seen, re-plan from there
     UNKNOWN       the ladder (back, home button, dismissal search, model, restart: engine.navigation.recovery)
@@ -126,8 +125,7 @@ class Navigator:
         graph: the server-resolved graph.
         observer: an engine.observe.observer.Observer for that graph (its vision client, if any, is the last rung).
         actuator: performs declared actions (default: an Actuator over `device` and `graph`).
-        clock: the belief's clock (when a page was last verified).
-        search: tries of the dismissal search on one showing of an unknown dialog (0: none).
+        clock: the belief's clock (when a page was last verified); search: the dismissal search's tries a showing.
     """
 
     def __init__(self, device: Device, graph: Graph, observer: Observer, *, actuator: Actuator | None = None,
@@ -142,8 +140,7 @@ class Navigator:
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
         self._looked_at: int | None = None  # the action count at the last look
         self._clean: tuple[str, np.ndarray, int] | None = None  # a page's frame, clean if an action leaves the page
-        self.home_buttons, self.learner = home_buttons(graph), learner  # an engine.learning.learner.Learner
-        self.dialogs = Dialogs(search)  # what the dismissal search learnt (engine.navigation.search)
+        self.home_buttons, self.learner, self.dialogs = home_buttons(graph), learner, Dialogs(search)
 
     belief = property(lambda self: self.machine.belief)
 

@@ -48,7 +48,8 @@ CROSS = buy_dialog.on_screen(buy_dialog.CROSS)
 
 
 @pytest.mark.parametrize("text, spends", [
-    ("BUY", True), ("Buy now", True), ("Top up", True), ("Use item", True), ("立即购买", True), ("購入する", True),
+    ("BUY", True), ("Buy now", True), ("Top up", True), ("Use item", True), ("立即购买", True),
+    ("購入する", True),
     ("구매", True), ("兌換", True), ("Pause", False), ("Close", False), ("Museum", False), ("later", False)])
 def test_spending_words_match_whole_latin_words_and_any_cjk(text, spends):
     assert says(text, SPENDING) is spends
