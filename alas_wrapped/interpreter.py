@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 from alas_wrapped.driver import marked
-from engine.core.errors import ConfigError
+from engine.core.errors import ConfigError, ProbeTimeout
 
 NEEDED = (3, 7)
 """The Python ALAS needs when its requirements.txt does not say (its deploy templates: 3.7.6 64bit)."""
@@ -39,10 +39,6 @@ if tuple(sys.version_info[:2]) == need:
         answer["error"] = "%s: %s" % (type(exc).__name__, exc)
 print("{MARK} " + json.dumps(answer), flush=True)
 """
-
-
-class ProbeTimeout(ConfigError):
-    """The interpreter did not answer within the probe's bound: no verdict (a slow machine, not a wrong Python)."""
 
 
 _VERDICTS: dict[tuple, str] = {}

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from alas_wrapped.checkout import LOGIN_LIKE, PREFIX, Checkout, worker_env
 from alas_wrapped.driver import marked
-from alas_wrapped.interpreter import PROBE_TIMEOUT_S, ProbeTimeout
+from alas_wrapped.interpreter import PROBE_TIMEOUT_S
 from alas_wrapped.outcomes import read_outcome
 from alas_wrapped.worker import Worker
+from engine.core.errors import ProbeTimeout
 from engine.tasks.providers import ExternalRun
 
 if TYPE_CHECKING:

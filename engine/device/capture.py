@@ -27,15 +27,12 @@ from __future__ import annotations
 import logging
 import socket
 import zlib
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from engine.core.errors import BadFrame, ConnectionLost, DeviceTimeout
 from engine.device import frames
-
-if TYPE_CHECKING:
-    from engine.device.adb import AdbDevice
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +51,7 @@ FORWARD_PORT = 27183
 class Capture:
     """The capture methods of one device, the order it tries them in, and the reverse socket ``nc`` sends to."""
 
-    def __init__(self, device: AdbDevice) -> None:
+    def __init__(self, device: Any) -> None:  # the engine.device.adb.AdbDevice it captures for (not imported: a circle)
         self.device = device
         self.order: list[str] = list(DEFAULT_ORDER)
         self.worked: set[str] = set()
