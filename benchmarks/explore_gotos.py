@@ -52,7 +52,12 @@ def strongly_connected(graph: Any) -> list[str]:
 
 
 def confirm(sim: Any, truth: Truth) -> tuple[str | None, dict]:
-    """(the truth observer's page on what the game shows now, what the simulator says it shows) after a goto."""
+    """(the truth observer's page on what the game shows now, what the simulator says it shows) after a goto.
+
+    A page change still drawing (a fade or slide between two pages, on the game's clock) is let finish first: a
+    blend of two pages is no screen to judge a goto by, and the game is where it is going."""
+    if sim.game.truth()["transition"]:
+        sim.game.sleep(sim.game.scenario.transition_s)
     seen = None
     for _ in range(BLACK_RETRIES):  # a scenario's black frame is the capture failing, not the game moving
         obs = truth.observer.observe(sim.game.frame())
