@@ -68,14 +68,14 @@ class ConfigError(EngineError):
         super().__init__(message, file=file, line=line, col=col, **context)
         self.file, self.line, self.col = file, line, col
 
+    def __str__(self) -> str:
+        where = ":".join(str(p) for p in (self.file, self.line, self.col) if p is not None)
+        return f"{where}: {self.message}" if where else self.message
+
 
 class ProbeTimeout(ConfigError):
     """An outside interpreter (ALAS's Python) did not answer its probe within the bound: no verdict, a slow machine
     rather than a wrong Python (alas_wrapped.interpreter)."""
-
-    def __str__(self) -> str:
-        where = ":".join(str(p) for p in (self.file, self.line, self.col) if p is not None)
-        return f"{where}: {self.message}" if where else self.message
 
 
 class _ProblemsError(ConfigError):
