@@ -282,7 +282,7 @@ class TextField(Model):
 
 
 class Page(Model):
-    name: Name = Field(description="Unique page name (ALAS's page_* names for Azur Lane).")
+    name: Name = Field(description="Unique page name; links, tasks and gotos refer to the page by it.")
     description: str = Field("", description="One sentence for people and for the agent's prompt.")
     signatures: list[Signature] = Field(
         default_factory=list, description="All must hit for the page to be observed; use any_of for variants."
