@@ -3,7 +3,9 @@ action taken from a page led to.
 
 The atlas is a function of the recording: ``absorb(action, frame)`` is all that changes it, live or when a recording
 is replayed to resume. A frame joins the page whose members it matches best (engine.explore.sketch.SAME_PAGE of its
-cells at least); a frame that is a known page under a compact changed box is a popup over it; a frame that changed by
+cells at least, and at most STABLE_SLACK cells different outside those seen moving by themselves on that page or on
+this frame: pages on one backdrop may differ only by their title); a frame that is a known page under a compact
+changed box is a popup over it (undimmed, only over the page the action was taken on); a frame that changed by
 itself, without input, is a loading screen; anything else is a new page.
 """
 
@@ -30,6 +32,12 @@ POPUP_LIKE = 0.8
 DROPS_SEEN = 0.03
 """Share of known links taken again that left the screen as it was (a dropped tap) from which, seen at least twice,
 an action that did nothing once may have been dropped too, and is worth a second try."""
+STABLE_SLACK = 1
+"""Cells a frame of a page may differ in from one of its members, outside the cells seen moving by themselves (a
+badge lit, a digit of a counter that an action changed). Pages drawn on one shared backdrop differ in as few as 3
+cells of 144 (two pages whose only drawing is a title: issue 45, generated game 1), a short title in 2, while their
+swaying art and sparks change 16; so share alone (SAME_PAGE) called them one page, and the explorer found 6 pages of
+31. A counter that changes in more cells splits its page in two (a duplicate in the draft, named in its review)."""
 FROZEN_AFTER = 3
 """Known links in a row that left the screen as it was, nothing changing in between: the game has stopped taking
 input (an idle screen only a small spot wakes, a dialog drawn too faintly to tell). Those tries are not held against
@@ -59,6 +67,8 @@ class PageNode:
     """Levels of grid taps added to its actions (engine.explore.explorer.grid_actions): 0 none, 1 coarse, 2 all."""
     name: str | None = None
     title: tuple[Area, str] | None = None
+    moving: Any = None
+    """(rows, cols) booleans: cells seen changing by themselves on it (engine.explore.effects.Settled.moving)."""
     folded: int | None = None
     """The popup this page turned out to be (another page under it, seen before that page was known): no longer a
     page, and frames are matched against the page under it instead."""
@@ -138,20 +148,30 @@ class Atlas:
 
     # ------------------------------------------------------------------ classifying a frame
 
-    def best_page(self, sk: Sketch) -> tuple[int | None, float]:
-        best, score = None, 0.0
+    def best_page(self, sk: Sketch, moving: Any = None) -> tuple[int | None, float]:
+        """The page `sk` shows and the share of cells matching its closest member, or (None, 0.0): SAME_PAGE of
+        the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page, or now)."""
+        best, key = None, (STABLE_SLACK + 1, 0.0)
         for page in self.pages:
             if page.folded is not None:
                 continue
+            excused = page.moving if moving is None else moving if page.moving is None else page.moving | moving
             for member in page.sketches:
-                s = similarity(sk, member)
-                if s > score:
-                    best, score = page.id, s
-        return best, score
+                differ = ~cell_match(sk, member)
+                share = 1.0 - float(differ.mean()) if differ.size else 0.0
+                if share < SAME_PAGE:
+                    continue
+                stable = int((differ & ~excused).sum()) if excused is not None and excused.shape == differ.shape \
+                    else int(differ.sum())
+                if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]):
+                    best, key = page.id, (stable, share)
+        return best, (key[1] if best is not None else 0.0)
 
-    def classify(self, sk: Sketch) -> tuple[str, int | None, Cover | None]:
-        """('page' | 'loading', page id, None), ('popup', over page id, cover) or ('new', None, None)."""
-        best, score = self.best_page(sk)
+    def classify(self, sk: Sketch, moving: Any = None, on: int | None = None) -> tuple[str, int | None, Cover | None]:
+        """('page' | 'loading', page id, None), ('popup', over page id, cover) or ('new', None, None). `on`: the
+        page the action was taken on (the only one an undimmed box counts as a popup over: elsewhere it is as
+        likely another page that differs in a title)."""
+        best, score = self.best_page(sk, moving)
         if best is not None and score >= SAME_PAGE:
             return ("loading" if self.pages[best].loading else "page"), best, None
         covers = []
@@ -160,7 +180,7 @@ class Atlas:
                 continue
             # Its first sketches (the first may hold a counter or a dot that changed since).
             found = next(filter(None, (cover(sk, member) for member in page.sketches[:COVER_SKETCHES])), None)
-            if found is not None:
+            if found is not None and (found.gain <= DIM_BELOW or page.id == on):
                 covers.append((found.rest, -(found.box[2] - found.box[0]) * (found.box[3] - found.box[1]), page.id,
                                found))
         if covers:
@@ -184,13 +204,16 @@ class Atlas:
             popup.members.append(frame_path)
         return popup
 
-    def _page_for(self, sk: Sketch, kind: str, page_id: int | None, frame_path: str | None) -> PageNode:
+    def _page_for(self, sk: Sketch, kind: str, page_id: int | None, frame_path: str | None,
+                  moving: Any = None) -> PageNode:
         if kind == "new":
             page = PageNode(len(self.pages))
             self.pages.append(page)
             self.changes += 1
         else:
             page = self.pages[page_id]
+        if moving is not None and (page.moving is None or page.moving.shape == moving.shape):
+            page.moving = moving.copy() if page.moving is None else page.moving | moving
         if len(page.sketches) < KEEP_SKETCHES and (
                 not page.sketches or max(similarity(sk, m) for m in page.sketches) < 0.97):
             page.sketches.append(sk)
@@ -201,18 +224,19 @@ class Atlas:
     # ------------------------------------------------------------------ learning from one step
 
     def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,
-               transients: list[tuple[Sketch, str | None]] = ()) -> Here:
+               transients: list[tuple[Sketch, str | None]] = (), moving: Any = None) -> Here:
         """Learn from `action` having led to the frame `sk` (after `transients`, screens that came and went by
-        themselves: loading screens); returns where the explorer is now."""
+        themselves: loading screens; `moving`: the cells seen changing by themselves on it); returns where the
+        explorer is now."""
         for t_sk, t_path in transients:
             self.loading_screen(t_sk, t_path)
         prev = self.here
-        kind, page_id, found = self.classify(sk)
+        kind, page_id, found = self.classify(sk, moving, on=prev.page if prev.kind in ("page", "popup") else None)
         if kind == "popup":
             popup = self._popup_for(sk, page_id, found, frame_path)
             now = Here("popup", page_id, popup.id)
         else:
-            page = self._page_for(sk, kind, page_id, frame_path)
+            page = self._page_for(sk, kind, page_id, frame_path, moving)
             now = Here("loading" if page.loading else "page", page.id)
             if kind == "new":
                 self._fold_over(page.id, skip=prev.page if prev.kind == "page" else None)

@@ -26,10 +26,10 @@ from engine.core.errors import DeviceError
 from engine.explore import dismiss
 from engine.explore.atlas import Atlas, Here, PageNode, action_key, key_action
 from engine.explore.effects import LONGEST, Settled, settle
-from engine.explore.recording import Recording
+from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
 from engine.explore.repeats import RepeatGuard
-from engine.explore.sketch import SAME_PAGE, changed, sketch
+from engine.explore.sketch import changed, sketch
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,8 @@ class Explorer:
                 if t is not None:
                     transients.append((sketch(t), rel))
             came_by = self._came_by(entry["action"])
-            self.atlas.absorb(entry["action"], sketch(frame), entry["frame"], transients)
+            sk = sketch(frame)
+            self.atlas.absorb(entry["action"], sk, entry["frame"], transients, moving=unpack_cells(entry.get("moving"), sk))
             self._prepare(frame, came_by)
             if entry["action"].get("type") in ("tap", "swipe", "key"):
                 self.taps += 1
@@ -175,7 +176,7 @@ class Explorer:
         if here.kind == "page":
             page = self.atlas.pages[here.page]
             if not page.actions:
-                page.actions = page_actions(frame)
+                page.actions = page_actions(frame, page.moving)
                 if came_by is not None and any(o[0] == "page" and o[1] != page.id for o in
                                                self.atlas.pages[came_by[0]].results.get(came_by[1], ())):
                     # A new screen where the same action led to a known page before: a detour (an event's splash,
@@ -217,11 +218,12 @@ class Explorer:
         same = self._last is not None and not settled.transients and not changed(settled.sketch, self._last[0])
         entry = self.recording.add(action, settled.frame, None, "timed out" if settled.timed_out else "",
                                    transients=[f for f, _ in settled.transients],
-                                   same_as=self._last[1] if same and self._last else None)
+                                   same_as=self._last[1] if same and self._last else None,
+                                   moving=pack_cells(settled.moving))
         self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         came_by = self._came_by(action)
-        here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients)
+        here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients, moving=settled.moving)
         if here.kind == "popup" and before.kind == "popup" and before.popup == here.popup:
             self._popup_tries[action_key(action)] += 1
         else:
@@ -236,15 +238,16 @@ class Explorer:
             return atlas.classify(sk)[0] != "new"
 
         def loading(sk) -> bool:
-            page, score = atlas.best_page(sk)
-            return page is not None and score >= SAME_PAGE and atlas.pages[page].loading
+            page = atlas.best_page(sk)[0]
+            return page is not None and atlas.pages[page].loading
 
-        def look() -> np.ndarray:
-            return self.device.screenshot()
+        def moving_of(sk) -> np.ndarray | None:  # the cells known to move on the page it shows
+            page = atlas.best_page(sk)[0]
+            return None if page is None else atlas.pages[page].moving
 
         longest = max(1.0, min(LONGEST, self.time_left() + self.budget.reserve))
-        return settle(look, before=before, known=known, loading=loading, sleep=self.sleep, clock=self.clock,
-                      pace=self.pace, longest=longest)
+        return settle(self.device.screenshot, before=before, known=known, loading=loading, moving_of=moving_of, sleep=self.sleep,
+                      clock=self.clock, pace=self.pace, longest=longest)
 
     # ------------------------------------------------------------------ choosing
 

@@ -93,9 +93,12 @@ class Recording:
         return (self.entries[-1]["seq"] + 1) if self.entries else 1
 
     def add(self, action: dict[str, Any], frame: np.ndarray | None, page: str | None = None,
-            note: str = "", transients: list[np.ndarray] = (), same_as: str | None = None) -> dict[str, Any]:
+            note: str = "", transients: list[np.ndarray] = (), same_as: str | None = None,
+            moving: list[int] | None = None) -> dict[str, Any]:
         """Record `action` and the `frame` it settled on (after `transients`: screens that went by themselves);
-        `same_as` names an earlier frame file to point at instead of writing `frame` again (nothing changed)."""
+        `same_as` names an earlier frame file to point at instead of writing `frame` again (nothing changed);
+        `moving` the sketch cells (row-major indices) that changed by themselves while it held (a replay needs them
+        to tell pages apart as the live run did)."""
         if self._failed is not None:
             self.flush()
         seq = self.next_seq
@@ -108,6 +111,8 @@ class Recording:
         if transients:
             entry["transients"] = [f"{FRAMES}/{seq:06d}_t{i}.png" for i in range(len(transients))]
             frames += list(zip(transients, entry["transients"]))
+        if moving:
+            entry["moving"] = list(moving)
         self._jobs.put((frames, json.dumps(entry, ensure_ascii=False) + "\n"))
         self.entries.append(entry)
         return entry
@@ -137,3 +142,18 @@ class Recording:
             self._jobs.put(None)
             self._writer.join(timeout=30)
             self._out.close()
+
+
+def pack_cells(moving: np.ndarray | None) -> list[int] | None:
+    """Cells seen moving, as the recording keeps them: row-major indices."""
+    return None if moving is None or not moving.any() else [int(i) for i in np.flatnonzero(moving)]
+
+
+def unpack_cells(cells: Any, sk: Any) -> np.ndarray | None:
+    """The recording's moving cells back on `sk`'s grid (None when absent or not cell indices of it)."""
+    rows, cols = sk.colour.shape[:2]
+    if not isinstance(cells, list) or not all(isinstance(i, int) and 0 <= i < rows * cols for i in cells):
+        return None
+    out = np.zeros(rows * cols, bool)
+    out[cells] = True
+    return out.reshape(rows, cols)

@@ -115,10 +115,24 @@ def _swipes(size: tuple[int, int]) -> list[dict[str, Any]]:
             {"type": "swipe", "start": [cx, cy - dy], "end": [cx, cy + dy]}]
 
 
-def page_actions(frame: np.ndarray) -> list[dict[str, Any]]:
+def page_actions(frame: np.ndarray, moving: np.ndarray | None = None) -> list[dict[str, Any]]:
     """What to try on a page first seen as `frame`: its tappable regions, the holes in its bars of buttons (where a
-    button may be drawn too faintly to stand out), the back key, four swipes."""
+    button may be drawn too faintly to stand out), the back key, four swipes; regions that lie mostly on `moving`
+    cells (engine.explore.effects.Settled.moving: swaying art, a ticking timer, sparks) after all of those: what
+    moves by itself is seldom a button, and a generated game's page offered ten of them before its last link."""
     h, w = frame.shape[:2]
     found = tappable(frame) + bar_gaps(frame)
     taps = [{"type": "tap", "point": list(centre(a)), "area": list(a)} for a in found]
-    return taps + [{"type": "key", "key": "back"}] + _swipes((w, h))
+    still = [t for t in taps if not _on_moving(t["area"], moving, cell_size((w, h)))]
+    return still + [{"type": "key", "key": "back"}] + _swipes((w, h)) + [t for t in taps if t not in still]
+
+
+def _on_moving(area: list[int], moving: np.ndarray | None, cell: int) -> bool:
+    """Whether most of `area`'s sketch cells were seen moving."""
+    if moving is None:
+        return False
+    x1, y1, x2, y2 = area
+    rows, cols = moving.shape
+    block = moving[min(rows - 1, y1 // cell):min(rows, max(y1 // cell + 1, -(-y2 // cell))),
+                   min(cols - 1, x1 // cell):min(cols, max(x1 // cell + 1, -(-x2 // cell)))]
+    return bool(block.size) and float(block.mean()) > 0.5
