@@ -63,7 +63,10 @@ def climb(nav: Any, ctx: RunContext, obs: Observation, rung: str, settle_s: floa
     taps: list[dict[str, Any]] = []
     if rung == "back":
         label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
-        if not obs.covered or nav.learner is None or not nav.learner.keyed(nav, ctx, "back", label):
+        # A lesson over a covered page or on a screen nobody named (a dialog over most of a page hides the page):
+        # the next look judges it, as the model's tap (engine.learning.learner).
+        if not (obs.covered or obs.page is None) or nav.learner is None or \
+                not nav.learner.keyed(nav, ctx, "back", label):
             nav.act(ctx, KeyAction(type="key", key="back"), obs)
         taps.append({"type": "key", "key": "back"})
     elif rung == "home":
