@@ -140,12 +140,17 @@ class Settling:
     source: str | None
     changing: bool = False  # the last look's frame differed from the look before it
     done: bool = False
+    moved: bool = False
+    """A look's frame differed from the one before it since the action. Until then another page named is no effect:
+    the same pixels are the same screen, whatever a look with other candidates calls them (generated game 4: the
+    first look after a tap got the very pixels of a cross-fade half done and named them a third page)."""
 
     def see(self, page: str | None, popups: bool, passing: bool, changed: bool) -> bool:
         """One look: its page, whether it shows popups, whether it is a passing screen (loading or black), and
         whether its frame differs from the previous look's. True when the hop has settled."""
         self.changing = changed
-        self.done = not passing and (popups or page not in (None, self.source))
+        self.moved = self.moved or changed
+        self.done = not passing and (popups or self.moved and page not in (None, self.source))
         return self.done
 
     def wait(self, ctx: Any, look: Callable[[], tuple[Any, bool]], *, within: float, first: float, most: float,

@@ -375,32 +375,30 @@ class Navigator:
         """
         frame = self._marked(lambda: ctx.device_call(self.device.screenshot))
         previous, self.last_frame, self._verified = self.last_frame, frame, None
-        unchanged = (
-            previous is not None
-            and self.last_observation is not None
-            and (expected, near) == self._last_expected
-            and same_pixels(previous, frame)
-        )
+        unchanged = previous is not None and self.last_observation is not None and \
+            (expected, near) == self._last_expected and same_pixels(previous, frame)
         if unchanged:
             obs = self.last_observation  # the same pixels say the same thing: waiting costs no observation
         else:
             ctx.keep_frame(frame)
             obs = self.observer.observe(frame, expected=expected, near=near)
-        # engine.learning.learner: the graph grew
-        if self.learner is not None and self.learner.looked(ctx, obs, frame):
-            obs = self.observer.observe(frame, expected=expected, near=near)  # or shrank: what does it say now?
-        self._reference(obs, frame)
+        if self.learner is not None and self.learner.looked(ctx, obs, frame):  # the graph grew or shrank (learning)
+            obs = self.observer.observe(frame, expected=expected, near=near)
+        self._reference(obs, frame, previous is not None and (unchanged or same_pixels(previous, frame) or (
+            self.last_observation is not None and self.last_observation.page == obs.page)))
         self.last_observation, self._last_expected, self._looked_at = obs, (expected, near), self.actuator.performed
         ctx.record("observation", expected=expected, page=obs.page, popups=list(obs.popups), loading=obs.loading,
                    confidence=round(obs.confidence, 3), unchanged=unchanged)
         return obs
 
-    def _reference(self, obs: Observation, frame: np.ndarray) -> None:
-        """A page's frame is clean once an action led from it to another page: the observer keeps it as its reference."""
+    def _reference(self, obs: Observation, frame: np.ndarray, held: bool = True) -> None:
+        """A page's frame is clean once an action led from it to another page: the observer keeps it as its reference.
+        Only a frame `held` (still since the look before, or named alike by it): a reference cut from a cross-fade
+        half drawn called every later clean frame of the page covered (generated game 4: 5 gotos of 200 stuck)."""
         kept, performed = self._clean, self.actuator.performed
         if kept is not None and obs.page is not None and obs.page != kept[0] and performed > kept[2]:
             getattr(self.observer, "remember", lambda *_: None)(kept[0], kept[1])
-        clean = obs.page is not None and not (obs.popups or obs.covered or obs.loading or obs.ambiguous)
+        clean = held and obs.page is not None and not (obs.popups or obs.covered or obs.loading or obs.ambiguous)
         self._clean = (obs.page, frame, performed) if clean else None
 
     def seen(self, ctx: RunContext, frame: np.ndarray, obs: Observation, action: Action | None = None

@@ -374,3 +374,14 @@ def test_settling_ends_on_the_first_look_that_shows_the_effect():
     assert not watch.see(None, False, True, changed=True)  # loading
     assert watch.see("page_b", False, False, changed=True)
     assert Settling("page_a").see("page_a", True, False, changed=False)  # a popup over the source is an effect
+
+
+def test_settling_takes_a_page_only_from_pixels_the_action_changed():
+    """Generated game 4: the first look after a tap got the very pixels of a cross-fade half done, and named them a
+    third page; re-planning from it got the goto stuck (5 of 200)."""
+    from engine.core.stuck import Settling
+
+    watch = Settling("page_a")
+    assert not watch.see("page_c", False, False, changed=False)  # the pixels of before: the tap has not shown
+    assert watch.see("page_b", False, False, changed=True)  # changed: the effect
+    assert watch.see("page_b", False, False, changed=False)  # and it holds
