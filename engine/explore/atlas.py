@@ -15,6 +15,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import cv2
+import numpy as np
+
 from engine.explore.sketch import DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, similarity
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
@@ -148,9 +151,11 @@ class Atlas:
 
     # ------------------------------------------------------------------ classifying a frame
 
-    def best_page(self, sk: Sketch, moving: Any = None) -> tuple[int | None, float]:
+    def best_page(self, sk: Sketch, moving: Any = None, led_to: int | None = None) -> tuple[int | None, float]:
         """The page `sk` shows and the share of cells matching its closest member, or (None, 0.0): SAME_PAGE of
-        the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page, or now)."""
+        the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page, or now);
+        for `led_to`, the page the same action from the same page led to before, SAME_PAGE alone (a page whose
+        content changed since: a mail list emptied, a commission started; Azur Lane split 6 pages so)."""
         best, key = None, (STABLE_SLACK + 1, 0.0)
         for page in self.pages:
             if page.folded is not None:
@@ -163,15 +168,17 @@ class Atlas:
                     continue
                 stable = int((differ & ~excused).sum()) if excused is not None and excused.shape == differ.shape \
                     else int(differ.sum())
+                stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
                 if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]):
                     best, key = page.id, (stable, share)
         return best, (key[1] if best is not None else 0.0)
 
-    def classify(self, sk: Sketch, moving: Any = None, on: int | None = None) -> tuple[str, int | None, Cover | None]:
+    def classify(self, sk: Sketch, moving: Any = None, on: int | None = None, led_to: int | None = None
+                 ) -> tuple[str, int | None, Cover | None]:
         """('page' | 'loading', page id, None), ('popup', over page id, cover) or ('new', None, None). `on`: the
         page the action was taken on (the only one an undimmed box counts as a popup over: elsewhere it is as
-        likely another page that differs in a title)."""
-        best, score = self.best_page(sk, moving)
+        likely another page that differs in a title); `led_to`: where the same action led before (best_page)."""
+        best, score = self.best_page(sk, moving, led_to)
         if best is not None and score >= SAME_PAGE:
             return ("loading" if self.pages[best].loading else "page"), best, None
         covers = []
@@ -213,7 +220,9 @@ class Atlas:
         else:
             page = self.pages[page_id]
         if moving is not None and (page.moving is None or page.moving.shape == moving.shape):
-            page.moving = moving.copy() if page.moving is None else page.moving | moving
+            # With the cells beside them: a figure that sways is seen for a second or so, and reaches further.
+            near = cv2.dilate(moving.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+            page.moving = near if page.moving is None else page.moving | near
         if len(page.sketches) < KEEP_SKETCHES and (
                 not page.sketches or max(similarity(sk, m) for m in page.sketches) < 0.97):
             page.sketches.append(sk)
@@ -231,7 +240,11 @@ class Atlas:
         for t_sk, t_path in transients:
             self.loading_screen(t_sk, t_path)
         prev = self.here
-        kind, page_id, found = self.classify(sk, moving, on=prev.page if prev.kind in ("page", "popup") else None)
+        before = self.pages[prev.page].results.get(action_key(action)) if prev.kind == "page" else None
+        led_to = best_of(before) if before else None  # ("same",): the page it was taken on
+        led_to = (led_to[1] if led_to[0] == "page" else prev.page) if led_to else None
+        kind, page_id, found = self.classify(sk, moving, on=prev.page if prev.kind in ("page", "popup") else None,
+                                             led_to=led_to)
         if kind == "popup":
             popup = self._popup_for(sk, page_id, found, frame_path)
             now = Here("popup", page_id, popup.id)

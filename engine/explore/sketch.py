@@ -23,6 +23,10 @@ SAME_PAGE = 0.82
 """Share of matching cells above which two frames show one page."""
 DIM_BELOW = 0.85
 """A rest of screen this much darker than the reference (or more) is a dimmed backdrop: a popup is up."""
+DARK = 8
+"""Mean gray above which a cell of a dark page can still show a dimming (a page drawn on a backdrop of gray 22
+dimmed to 0.45 is gray 10; with only cells over gray 24 counted, a dark page never showed a popup over it, and a
+generated game's dialog over its dark page became a page of its own)."""
 BOX = 0.6
 """Largest share of the cells a popup's box may cover (the rest shows the page it covers)."""
 DIMMED_BOX = 0.75
@@ -109,11 +113,14 @@ def cover(frame: Sketch, reference: Sketch) -> Cover | None:
     ref_gray = reference.colour.mean(axis=2)
     gray = frame.colour.mean(axis=2)
     lit = ref_gray > 24
-    if lit.mean() < 0.3:
-        return None
+    dark = lit.mean() < 0.3
+    if dark:
+        lit = ref_gray > DARK  # a dark backdrop (mean gray 22 on a generated game): its dimming still shows
+        if lit.mean() < 0.3:
+            return None
     gain = float(np.median(gray[lit] / ref_gray[lit]))
-    if not 0.15 <= gain <= 1.1:
-        return None
+    if not 0.15 <= gain <= 1.1 or dark and gain > DIM_BELOW:
+        return None  # (on a dark page only a dimmed one: an undimmed box there is as likely another page's title)
     same = cell_match(frame, reference, gain)
     diff = ~same
     if not diff.any():

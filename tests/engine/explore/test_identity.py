@@ -76,3 +76,36 @@ def test_regions_that_move_by_themselves_are_tried_after_the_still_ones_the_back
     assert icons and figure
     assert max(icons) < back < min(figure)  # the icons first, the swaying figure last
     assert set(map(str, actions)) == set(map(str, page_actions(frame)))  # nothing dropped, only ordered
+
+
+def test_a_dialog_over_a_page_on_a_dark_backdrop_is_a_popup_over_it():
+    """Generated game 7: its pages sit on a backdrop of mean gray 22; a dialog dims them to 0.42, and with only cells
+    over gray 24 counted the dimming was never seen: each dialog became a page of its own (two duplicates)."""
+    from engine.explore.sketch import cover
+
+    page = drawn("MEDAL", 0.0)
+    dialog = (page * 0.42).astype(np.uint8)
+    cv2.rectangle(dialog, (120, 400), (600, 800), (60, 70, 90), -1)
+    found = cover(sketch(dialog), sketch(page))
+    assert found is not None and found.gain < 0.6
+    assert found.box[0] <= 120 and found.box[2] >= 560 and found.box[1] <= 400 and found.box[3] >= 760
+    assert cover(sketch(drawn("VAULT", 0.0, icons=4)), sketch(page)) is None  # another dark page is no dialog
+
+
+def test_a_page_whose_content_changed_is_still_the_page_the_same_action_led_to():
+    """Azur Lane's simulator: the mail list emptied, a commission started; reached again by the same button from the
+    same page, the page differs in 6 to 18 cells and was drafted twice (6 pages split, gotos 185 of 200)."""
+    main, mail = drawn("MAIN", 0.0, icons=4), drawn("MAIL", 0.0)
+    emptied = mail.copy()
+    emptied[720:880, 160:560] = (200, 200, 60)  # a block of its content drawn otherwise now
+    atlas = Atlas()
+    home = atlas.absorb({"type": "screenshot"}, sketch(main), "m.png").page
+    button = {"type": "tap", "point": [396, 508]}
+    first = atlas.absorb(button, sketch(mail), "a.png").page
+    assert atlas.absorb({"type": "key", "key": "back"}, sketch(main), "m.png").page == home
+    assert atlas.absorb(button, sketch(emptied), "b.png").page == first  # the same button, the same page
+    atlas.absorb({"type": "key", "key": "back"}, sketch(main), "m.png")
+    changed = mail.copy()
+    changed[960:1120, 160:560] = (60, 200, 200)  # changed elsewhere, and reached by another button
+    assert (~cell_match(sketch(mail), sketch(changed))).sum() > STABLE_SLACK
+    assert atlas.absorb({"type": "tap", "point": [76, 588]}, sketch(changed), "c.png").page != first
