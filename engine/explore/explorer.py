@@ -114,9 +114,8 @@ class Explorer:
                 action = self._unrepeated(self._choose())
                 if action is None:
                     break
-                if self.repeats.saw(before, action, self._do(action)):
-                    self.progress(f"explore: {action_key(action)} left the screen as it was "
-                                  f"{self.repeats.limit} times in a row; given up there")
+                if self.repeats.saw(before, action, self._do(action), self.atlas.changes):
+                    self.progress(f"explore: {action_key(action)} repeated with nothing learnt; given up there")
                 self._tell()
         finally:
             self.recording.close()
@@ -357,6 +356,8 @@ class Explorer:
             if reached(at):
                 return firsts[at]
             for action in self.atlas.pages[at].taken.values():
+                if not self.repeats.allowed(Here("page", at), action):
+                    continue  # given up there (engine.explore.repeats): a route through it loops
                 best = self.atlas.outcome(at, action_key(action))
                 if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
                     continue
@@ -443,8 +444,7 @@ class Explorer:
         return self._restart_or_stop()
 
     def _popup_frame(self, popup: Any) -> np.ndarray | None:
-        assert self.recording is not None
-        return self.recording.read(popup.members[-1]) if popup.members else None
+        return self.recording.read(popup.members[-1]) if popup.members and self.recording is not None else None
 
     def _dismiss_options(self, popup: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         return dismiss.options(popup, self._popup_frame(popup), self._panels.box(popup, self.atlas.pages))

@@ -20,6 +20,11 @@ from engine.explore.atlas import Here, action_key
 
 REPEAT_LIMIT = 3
 """Times in a row one action may leave the screen as it was before it is given up on that screen."""
+CYCLE_LIMIT = 6
+"""Times one action may be taken at one place with nothing learnt anywhere since (the atlas's `changes` count):
+a cycle of actions that each change the screen is a loop too. Generated game 1 showed it: a page drawn darker
+than its hub was taken for a dialog over the hub, so one tap was believed to lead to the hub; the route to the hub
+took it, the back key came back, and the pair ate 100 of 351 actions."""
 WATCHED = frozenset({"tap", "swipe", "key", "restart"})
 """Action types the rule counts (a screenshot only looks)."""
 
@@ -39,15 +44,25 @@ class RepeatGuard:
         """place -> the action keys given up there, in order."""
         self.longest = 0
         """The longest run of one action on an unchanged screen seen (never more than `limit`)."""
+        self._taken: dict[tuple, int] = defaultdict(int)
+        self._progress: Any = None
 
     def allowed(self, here: Here, action: dict[str, Any]) -> bool:
         return action_key(action) not in self.given_up.get(place(here), ())
 
-    def saw(self, before: Here, action: dict[str, Any], after: Here) -> bool:
-        """Count `action` taken at `before` having led to `after`; True when it is given up there now."""
+    def saw(self, before: Here, action: dict[str, Any], after: Here, progress: Any = None) -> bool:
+        """Count `action` taken at `before` having led to `after` (`progress`: what was learnt so far, anything
+        that changes when something is); True when it is given up there now."""
         if action.get("type") not in WATCHED:
             return False
         step = (place(before), action_key(action))
+        if progress != self._progress:
+            self._progress, self._taken = progress, defaultdict(int)
+        self._taken[step] += 1
+        if self._taken[step] > CYCLE_LIMIT and action.get("type") != "restart":
+            self.given_up[step[0]].append(step[1])
+            self._taken[step] = 0
+            return True
         if after != before:
             self._last, self._streak = None, 0
             return False

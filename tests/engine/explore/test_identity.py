@@ -109,3 +109,20 @@ def test_a_page_whose_content_changed_is_still_the_page_the_same_action_led_to()
     changed[960:1120, 160:560] = (60, 200, 200)  # changed elsewhere, and reached by another button
     assert (~cell_match(sketch(mail), sketch(changed))).sum() > STABLE_SLACK
     assert atlas.absorb({"type": "tap", "point": [76, 588]}, sketch(changed), "c.png").page != first
+
+
+def test_a_cycle_of_actions_that_each_change_the_screen_is_given_up_when_nothing_is_learnt():
+    """Generated game 1: a tap believed to lead to the hub (a darker page taken for a dialog over it) and the back
+    key alternated 100 times in 351 actions; each changed the screen, so the unchanged-screen rule never fired."""
+    from engine.explore.atlas import Here
+    from engine.explore.repeats import CYCLE_LIMIT, RepeatGuard
+
+    guard, page, popup = RepeatGuard(), Here("page", 3), Here("popup", 2, 0)
+    tap, back = {"type": "tap", "point": [398, 588]}, {"type": "key", "key": "back"}
+    given = []
+    for _ in range(CYCLE_LIMIT + 1):
+        given.append(guard.saw(page, tap, popup, progress=40))
+        guard.saw(popup, back, page, progress=40)
+    assert given[-1] and not any(given[:-1]) and not guard.allowed(page, tap)
+    guard = RepeatGuard()  # the same pair while something is learnt each time: no loop
+    assert not any(guard.saw(page, tap, popup, progress=n) for n in range(3 * CYCLE_LIMIT))
