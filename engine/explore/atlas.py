@@ -232,6 +232,13 @@ class Atlas:
 
     # ------------------------------------------------------------------ learning from one step
 
+    def led_to(self, action: dict[str, Any]) -> int | None:
+        """The page `action`, taken where the explorer stands, led to most often before (None: never taken here)."""
+        here = self.here
+        before = self.pages[here.page].results.get(action_key(action)) if here.kind == "page" else None
+        best = best_of(before) if before else None  # ("same",): the page it was taken on
+        return (best[1] if best[0] == "page" else here.page) if best else None
+
     def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,
                transients: list[tuple[Sketch, str | None]] = (), moving: Any = None) -> Here:
         """Learn from `action` having led to the frame `sk` (after `transients`, screens that came and went by
@@ -239,10 +246,7 @@ class Atlas:
         explorer is now."""
         for t_sk, t_path in transients:
             self.loading_screen(t_sk, t_path)
-        prev = self.here
-        before = self.pages[prev.page].results.get(action_key(action)) if prev.kind == "page" else None
-        led_to = best_of(before) if before else None  # ("same",): the page it was taken on
-        led_to = (led_to[1] if led_to[0] == "page" else prev.page) if led_to else None
+        prev, led_to = self.here, self.led_to(action)
         kind, page_id, found = self.classify(sk, moving, on=prev.page if prev.kind in ("page", "popup") else None,
                                              led_to=led_to)
         if kind == "popup":

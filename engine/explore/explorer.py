@@ -208,7 +208,7 @@ class Explorer:
             log.warning("%s failed: %s", kind, exc)
         if kind in ("tap", "swipe", "key"):
             self.taps += 1
-        settled = self._settle(None if kind in ("screenshot", "restart") else before_sketch)
+        settled = self._settle(None if kind in ("screenshot", "restart") else before_sketch, action)
         if settled.frame is None:
             self.stopped_because = "the device sends no usable frame"
             raise DeviceError("no usable frame from the device while exploring")
@@ -230,22 +230,21 @@ class Explorer:
         self._prepare(settled.frame, came_by)
         return here
 
-    def _settle(self, before) -> Settled:
-        atlas = self.atlas
+    def _settle(self, before, action: dict[str, Any] | None = None) -> Settled:
+        atlas, led_to, seen = self.atlas, self.atlas.led_to(action) if action else None, {}
 
-        def known(sk) -> bool:  # a known page or loading screen, or a popup over a page: nothing new to wait out
-            return atlas.classify(sk)[0] != "new"
-
-        def loading(sk) -> bool:
-            page = atlas.best_page(sk)[0]
-            return page is not None and atlas.pages[page].loading
+        def place(sk) -> tuple:  # one look at the atlas per frame (settle asks three questions of each)
+            if seen.get("sk") is not sk:
+                seen.update(sk=sk, at=atlas.classify(sk, led_to=led_to))
+            return seen["at"]
 
         def moving_of(sk) -> np.ndarray | None:  # the cells known to move on the page it shows
-            page = atlas.best_page(sk)[0]
-            return None if page is None else atlas.pages[page].moving
+            kind, page, _ = place(sk)
+            return atlas.pages[page].moving if kind in ("page", "loading") else None
 
         longest = max(1.0, min(LONGEST, self.time_left() + self.budget.reserve))
-        return settle(self.device.screenshot, before=before, known=known, loading=loading, moving_of=moving_of, sleep=self.sleep,
+        return settle(self.device.screenshot, before=before, known=lambda sk: place(sk)[0] != "new",
+                      loading=lambda sk: place(sk)[0] == "loading", moving_of=moving_of, sleep=self.sleep,
                       clock=self.clock, pace=self.pace, longest=longest)
 
     # ------------------------------------------------------------------ choosing
