@@ -155,7 +155,7 @@ class Atlas:
         """The page `sk` shows and the share of cells matching its closest member, or (None, 0.0): SAME_PAGE of
         the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page, or now);
         for `led_to`, the page the same action from the same page led to before, SAME_PAGE alone (a page whose
-        content changed since: a mail list emptied, a commission started; Azur Lane split 6 pages so)."""
+        content changed since: a list emptied, a job started, reached again by the same button)."""
         best, key = None, (STABLE_SLACK + 1, 0.0)
         for page in self.pages:
             if page.folded is not None:
