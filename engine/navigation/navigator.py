@@ -375,8 +375,8 @@ class Navigator:
         """
         frame = self._marked(lambda: ctx.device_call(self.device.screenshot))
         previous, self.last_frame, self._verified = self.last_frame, frame, None
-        unchanged = previous is not None and self.last_observation is not None and \
-            (expected, near) == self._last_expected and same_pixels(previous, frame)
+        same = previous is not None and same_pixels(previous, frame)
+        unchanged = same and self.last_observation is not None and (expected, near) == self._last_expected
         if unchanged:
             obs = self.last_observation  # the same pixels say the same thing: waiting costs no observation
         else:
@@ -384,8 +384,8 @@ class Navigator:
             obs = self.observer.observe(frame, expected=expected, near=near)
         if self.learner is not None and self.learner.looked(ctx, obs, frame):  # the graph grew or shrank (learning)
             obs = self.observer.observe(frame, expected=expected, near=near)
-        self._reference(obs, frame, previous is not None and (unchanged or same_pixels(previous, frame) or (
-            self.last_observation is not None and self.last_observation.page == obs.page)))
+        self._reference(obs, frame, same or previous is not None and self.last_observation is not None and
+                        self.last_observation.page == obs.page)
         self.last_observation, self._last_expected, self._looked_at = obs, (expected, near), self.actuator.performed
         ctx.record("observation", expected=expected, page=obs.page, popups=list(obs.popups), loading=obs.loading,
                    confidence=round(obs.confidence, 3), unchanged=unchanged)
