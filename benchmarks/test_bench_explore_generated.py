@@ -133,7 +133,7 @@ def test_explore_generated_game(case, figures):
         figures.add(f"{name}_{key}", value, unit="", kind=kind)
     # At any budget:
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
-    assert g["false_successes"] == 0, g
+    assert g["false_successes"] == 0, (g.get("false_success_examples"), g.get("failures"), g)
     assert found["longest_repeat"] <= REPEAT_LIMIT, found["longest_repeat"]
     if mode == "quiet":
         assert p["precision"] >= 0.9, p

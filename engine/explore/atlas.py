@@ -3,8 +3,9 @@ action taken from a page led to.
 
 The atlas is a function of the recording: ``absorb(action, frame)`` is all that changes it, live or when a recording
 is replayed to resume. A frame joins the page whose members it matches best (engine.explore.sketch.SAME_PAGE of its
-cells at least, and at most STABLE_SLACK cells different outside those seen moving by themselves on that page or on
-this frame: pages on one backdrop may differ only by their title); a frame that is a known page under a compact
+cells at least, and at most STABLE_SLACK cells different outside those seen moving by themselves, while they keep
+their colours, and outside drawings that only moved a few pixels: engine.explore.sketch.page_difference; pages on
+one backdrop may differ only by their title); a frame that is a known page under a compact
 changed box is a popup over it (undimmed, only over the page the action was taken on); a frame that changed by
 itself, without input, is a loading screen; anything else is a new page.
 """
@@ -18,7 +19,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from engine.explore.sketch import DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, similarity
+from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, page_difference,
+                                  similarity)
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
 Area = tuple[int, int, int, int]
@@ -162,12 +164,9 @@ class Atlas:
                 continue
             excused = page.moving if moving is None else moving if page.moving is None else page.moving | moving
             for member in page.sketches:
-                differ = ~cell_match(sk, member)
-                share = 1.0 - float(differ.mean()) if differ.size else 0.0
+                share, stable = page_difference(sk, member, excused)
                 if share < SAME_PAGE:
                     continue
-                stable = int((differ & ~excused).sum()) if excused is not None and excused.shape == differ.shape \
-                    else int(differ.sum())
                 stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
                 if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]):
                     best, key = page.id, (stable, share)

@@ -31,6 +31,16 @@ BOX = 0.6
 """Largest share of the cells a popup's box may cover (the rest shows the page it covers)."""
 DIMMED_BOX = 0.75
 """The same over a dimmed backdrop."""
+MOVED_COLOUR = 16.0
+"""Largest per-channel change of the mean colour of a page's moving cells, taken together, under which they still
+show what moves there (a figure that sways or sparks that twinkle keep their colours as a whole: 0.7 measured on
+generated game 782102's swaying figure; a figure gone, or another drawn in its place, does not: 42.6 there, where a
+page with a figure and one without, differing elsewhere only in a title finer than a cell, became one page)."""
+SHIFT = 1
+"""Thumbnail pixels (an eighth of a cell) a thing drawn may have moved and still be the same (a figure that sways
+more slowly than settling looks, so its cells were never seen moving: on generated game 782102 the same page came
+back with 6 cells of its figure's edges different, and became two pages; moved back by one pixel they differ by 1.6
+to 3.4, against 12 allowed)."""
 
 Area = tuple[int, int, int, int]
 
@@ -84,6 +94,46 @@ def cell_match(a: Sketch, b: Sketch, gain: float = 1.0) -> np.ndarray:
     colour = np.abs(a.colour - b.colour * gain).max(axis=2) <= COLOUR_TOLERANCE * max(gain, 0.5)
     thumbs = np.abs(a.thumbs - b.thumbs * gain).mean(axis=2) <= THUMB_TOLERANCE * max(gain, 0.5)
     return colour & thumbs
+
+
+def mosaic(sk: Sketch) -> np.ndarray:
+    """The thumbnails put back together: the frame in gray, THUMB pixels per cell."""
+    rows, cols = sk.colour.shape[:2]
+    return sk.thumbs.reshape(rows, cols, THUMB, THUMB).transpose(0, 2, 1, 3).reshape(rows * THUMB, cols * THUMB)
+
+
+def alike_moved(a: Sketch, b: Sketch, cells: np.ndarray) -> np.ndarray:
+    """Those of `cells` where `a` shows what `b` shows moved by at most SHIFT thumbnail pixels (gray, and the mean
+    colour within twice the tolerance)."""
+    ma, mb = mosaic(a), mosaic(b)
+    rows, cols = cells.shape
+    pad = np.pad(mb, SHIFT, mode="edge")
+    best = np.full(cells.shape, np.inf, np.float32)
+    for dy in range(-SHIFT, SHIFT + 1):
+        for dx in range(-SHIFT, SHIFT + 1):
+            moved = pad[SHIFT + dy:SHIFT + dy + ma.shape[0], SHIFT + dx:SHIFT + dx + ma.shape[1]]
+            per_cell = np.abs(ma - moved).reshape(rows, THUMB, cols, THUMB).mean(axis=(1, 3))
+            best = np.minimum(best, per_cell)
+    colour = np.abs(a.colour - b.colour).max(axis=2) <= 2 * COLOUR_TOLERANCE
+    return cells & (best <= THUMB_TOLERANCE) & colour
+
+
+def page_difference(frame: Sketch, member: Sketch, moving: np.ndarray | None) -> tuple[float, int]:
+    """(share of cells alike, cells that differ for good) between `frame` and a member frame of a page: cells that
+    differ, less those seen moving by themselves on the page (`moving`: only while, taken together, they keep their
+    colours, MOVED_COLOUR) and those whose drawing only moved a little (SHIFT). Below SAME_PAGE the rest is not
+    worked out."""
+    differ = ~cell_match(frame, member)
+    share = 1.0 - float(differ.mean()) if differ.size else 0.0
+    if share < SAME_PAGE:
+        return share, int(differ.sum())
+    if moving is not None and moving.shape == differ.shape and moving.any():
+        kept = np.abs(frame.colour[moving].mean(axis=0) - member.colour[moving].mean(axis=0)).max()
+        if kept <= MOVED_COLOUR:
+            differ = differ & ~moving
+    if differ.any():
+        differ = differ & ~alike_moved(frame, member, differ)
+    return share, int(differ.sum())
 
 
 def similarity(a: Sketch, b: Sketch) -> float:
