@@ -232,10 +232,11 @@ class Explorer:
 
     def _settle(self, before, action: dict[str, Any] | None = None) -> Settled:
         atlas, led_to, seen = self.atlas, self.atlas.led_to(action) if action else None, {}
+        on = atlas.here.page if atlas.here.kind in ("page", "popup") else None  # as absorb will ask
 
         def place(sk) -> tuple:  # one look at the atlas per frame (settle asks three questions of each)
             if seen.get("sk") is not sk:
-                seen.update(sk=sk, at=atlas.classify(sk, led_to=led_to))
+                seen.update(sk=sk, at=atlas.classify(sk, on=on, led_to=led_to))
             return seen["at"]
 
         def moving_of(sk) -> np.ndarray | None:  # the cells known to move on the page it shows
