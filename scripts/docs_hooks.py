@@ -2,8 +2,7 @@
 
 scripts/docs_reference.py writes them (CLI, YAML files, MCP tools, status words); they exist only in the built site,
 never in docs/, so a change of a parser's help or a model's description shows at the next build and nothing
-hand-written can drift from the code. docs/guide/capture.md and docs/benchmarks/capture.md belong to the capture
-work: while they do not exist, a page saying so stands in for each, so the nav stays whole.
+hand-written can drift from the code.
 
 Each benchmark page ends with the figures of the last run of its benchmark on the machine that builds the site, read
 from the JSON every run writes (benchmarks/results/<run>.json, benchmarks/conftest.py), never copied by hand.
@@ -25,15 +24,6 @@ log = logging.getLogger("mkdocs.hooks.docs")
 
 HERE = Path(__file__).resolve().parent
 
-PLACEHOLDERS = {
-    "guide/capture.md": "# Capture methods\n\nHow the engine takes screenshots from your emulator, and which method "
-                        "it picks, is being written with the capture work; until then see "
-                        "[Connect your emulator](connect.md).\n",
-    "benchmarks/capture.md": "# Capture methods\n\nThe capture benchmark's page is being written with the capture "
-                             "work; until then the screenshot figures are on [Devices](devices.md).\n",
-}
-
-
 def _reference() -> Any:
     spec = importlib.util.spec_from_file_location("docs_reference", HERE / "docs_reference.py")
     assert spec is not None and spec.loader is not None
@@ -46,9 +36,6 @@ def on_files(files: Files, config: Any) -> Files:
     reference = _reference()
     for path, make in reference.PAGES.items():
         files.append(File.generated(config, path, content=make()))
-    for path, text in PLACEHOLDERS.items():
-        if files.get_file_from_path(path) is None:
-            files.append(File.generated(config, path, content=text))
     return files
 
 
