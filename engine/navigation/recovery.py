@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, TapAction
 from engine.core.errors import DeviceError, NavigationError, PopupBlocking, Stuck, UnknownScreen
-from engine.navigation.search import search, unblocked
-from engine.observe.spots import panel_box
+from engine.navigation.search import search, swallowing, unblocked
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
@@ -159,10 +158,10 @@ def escalate(nav: Any, ctx: RunContext, *, unknown: bool = True) -> bool:
 
 def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: str, settle_s: float) -> Observation:
     """Two hops in a row that left the page as it was: something the graph does not know may cover it and
-    swallow the taps; where a dialog's outline shows, the dismissal search tries it, else (or when it fails) the
-    model is asked (`escalate`); once it was asked in this run, one such hop asks again (the dialog came back), up
-    to the run's bound on questions; with no model (or no question left) the game is restarted (once a goto); then
-    Stuck. Returns the next observation."""
+    swallow the taps; where a dialog shows (its outline, or a region unlike the page's clean reference), the
+    dismissal search tries it, else (or when it fails) the model is asked (`escalate`); once it was asked in this
+    run, one such hop asks again (the dialog came back), up to the run's bound on questions; with no model (or no
+    question left) the game is restarted (once a goto); then Stuck. Returns the next observation."""
     if obs.page != source or obs.popups:
         course.swallowed = 0
         return obs
@@ -170,9 +169,9 @@ def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: 
     if course.swallowed < (1 if ctx.vision_calls else 2):
         return obs
     course.swallowed = 0
-    panel = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
-    after, found = search(nav, ctx, obs, settle_s, None, panel=panel) if panel else (obs, None)
-    if found is not None:  # a dialog's outline over the page, closed by the search: no question
+    panel, outline = swallowing(nav, obs.page)
+    after, found = search(nav, ctx, obs, settle_s, None, panel=panel, outline=outline) if panel else (obs, None)
+    if found is not None:  # a dialog over the page, closed by the search: no question
         closed(ctx, "search", found, obs)
         ctx.detectors.repeats.forgive()
         course.expected = None

@@ -27,7 +27,7 @@ from engine.navigation.dismissal import (
     box_match,
     next_try,
 )
-from engine.observe.cover import covered
+from engine.observe.cover import changed_box, covered
 from engine.observe.guard import Guard
 from engine.observe.spots import panel_box
 
@@ -112,12 +112,26 @@ def guard_of(nav: Any) -> Guard:
     return dialogs.guard
 
 
+def swallowing(nav: Any, page: str | None) -> tuple[tuple[int, int, int, int] | None, bool]:
+    """Where to look for what swallows the taps on `page`, recognised: (a dialog's outline, True), else (the region
+    unlike the page's clean reference, False: engine.observe.cover.changed_box), else (None, False)."""
+    if nav.last_frame is None:
+        return None, False
+    frame = nav.observer.prepare(nav.last_frame)
+    outline = panel_box(frame)
+    if outline is not None:
+        return outline, True
+    reference = getattr(nav.observer, "references", {}).get(page) if page else None
+    return (changed_box(frame, reference) if reference is not None else None), False
+
+
 def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expected: str | None, *,
-           panel: tuple[int, int, int, int] | None = None) -> tuple[Observation, list[dict[str, Any]] | None]:
+           panel: tuple[int, int, int, int] | None = None, outline: bool = True
+           ) -> tuple[Observation, list[dict[str, Any]] | None]:
     """Search for what closes the dialog shown now: the observation after, and the tries it took when it closed
-    (None when it did not: spent, nothing to act on, or the screen became something else). `panel`: the outline
-    of a dialog over a page that stays recognised and swallows the taps (engine.observe.spots.panel_box): it
-    closed when that outline is gone too."""
+    (None when it did not: spent, nothing to act on, or the screen became something else). `panel`: where a dialog
+    over a page that stays recognised and swallows the taps shows (`swallowing`): its outline (`outline`), else
+    the region unlike the page's clean reference; it closed when that is gone too."""
     dialogs: Dialogs = nav.dialogs
     used = sum(1 for s in ctx.steps if s["kind"] == "search_try")
     if dialogs.tries == 0 or nav.last_frame is None or not (panel or blocked(obs)) or used >= GOTO_TRIES:
@@ -143,7 +157,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         _perform(nav, ctx, plain, label)
         ctx.wait(settle_s)
         obs = nav.look(ctx, expected=expected)
-        if unblocked(obs) and not (panel and _shows(nav, panel)):
+        if unblocked(obs) and not (panel and _shows(nav, panel, outline, obs.page)):
             dialog.closed[key] += 1
             dialog.dismiss = plain
             return obs, taken
@@ -154,10 +168,14 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     return obs, None
 
 
-def _shows(nav: Any, panel: tuple[int, int, int, int]) -> bool:
-    """Whether the last frame still shows a dialog's outline where `panel` was."""
-    found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
-    return found is not None and box_match(found, panel) >= SAME_BOX
+def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str | None) -> bool:
+    """Whether the last frame still shows the dialog where `panel` was: its outline, or (not `outline`) a region
+    unlike the page's clean reference that overlaps it."""
+    if outline:
+        found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
+        return found is not None and box_match(found, panel) >= SAME_BOX
+    found, _ = swallowing(nav, page)
+    return found is not None and box_match(found, panel) > 0.0
 
 
 def _perform(nav: Any, ctx: RunContext, action: dict[str, Any], label: str) -> None:

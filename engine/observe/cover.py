@@ -157,17 +157,11 @@ def covered(frame: np.ndarray | Thumb, reference: np.ndarray | Thumb) -> CoverRe
     if ref.mask is None and float(np.abs(now.luma - ref.luma).max()) <= UNLIKE / 2 and \
             float(np.abs(now.spread - ref.spread).max()) <= UNLIKE_SPREAD / 2:
         return CoverReport(False)  # the common case, a clean frame: no cell moved, nothing more to measure
-    known = ref.mask if ref.mask is not None else np.ones(ref.luma.shape, bool)
-    usable = known & (ref.luma >= DARK)
-    if usable.sum() < 4:
+    compared = _compare(now, ref)
+    if compared is None:
         return CoverReport(False, reason="the reference has too little light to compare")
-    ratios = now.luma[usable] / ref.luma[usable]
-    ratio = float(np.median(ratios))
-    follows = float(np.mean(np.abs(ratios - ratio) <= FOLLOW))
+    known, ratio, follows, unlike = compared
     dimmed = ratio < DIMMED and follows >= 0.5
-    gain = min(ratio, 1.0)
-    unlike = known & ((np.abs(now.colour - ref.colour * gain).max(axis=2) > UNLIKE) |
-                      (np.abs(now.spread - ref.spread * gain) > UNLIKE_SPREAD))
     box, area, fill = _largest(unlike)
     cells = ref.luma.size
     if area > WHOLE * cells:
@@ -192,6 +186,41 @@ def covered(frame: np.ndarray | Thumb, reference: np.ndarray | Thumb) -> CoverRe
                     and fill >= SOLID and _rest(unlike, box) <= REST:
                 return CoverReport(True, _pixels(box, ref), ratio, changed, "a large region unlike the page")
     return CoverReport(False, None, ratio, changed, "dimmed evenly" if dimmed else "")
+
+
+def changed_box(frame: np.ndarray, reference: np.ndarray | Thumb) -> Box | None:
+    """The largest region of `frame` unlike the page `reference` shows clean (frame pixels), whatever its size, the
+    page's own content that only moved left out (of a region large enough to cover it); None when nothing is unlike it
+    or the whole screen changed. Where a
+    page stays recognised and swallows the taps, what stopped them may be too small to cover it by `covered`'s
+    bounds (a lone button drawn over the page, a banner): this is where to look for it."""
+    ref = reference if isinstance(reference, Thumb) else thumb(reference, detail=True)
+    now = thumb(frame)
+    compared = _compare(now, ref) if now.luma.shape == ref.luma.shape else None
+    if compared is None:
+        return None
+    unlike = compared[3]
+    box, area, _ = _largest(unlike)
+    if area >= min(PANEL, LARGE) * unlike.size and ref.detail is not None:  # as `covered` does (a small region's
+        unlike &= ~moved(unlike, _detail(frame), ref.detail)  # edges are found moved anywhere near)
+        box, area, _ = _largest(unlike)
+    return None if box is None or area > WHOLE * ref.luma.size else _pixels(box, ref)
+
+
+def _compare(now: Thumb, ref: Thumb) -> tuple[np.ndarray, float, float, np.ndarray] | None:
+    """(the cells the reference knows, the page's brightness against it, the share of cells following that, the
+    cells unlike it after that dimming), or None when the reference has too little light to compare."""
+    known = ref.mask if ref.mask is not None else np.ones(ref.luma.shape, bool)
+    usable = known & (ref.luma >= DARK)
+    if usable.sum() < 4:
+        return None
+    ratios = now.luma[usable] / ref.luma[usable]
+    ratio = float(np.median(ratios))
+    follows = float(np.mean(np.abs(ratios - ratio) <= FOLLOW))
+    gain = min(ratio, 1.0)
+    unlike = known & ((np.abs(now.colour - ref.colour * gain).max(axis=2) > UNLIKE) |
+                      (np.abs(now.spread - ref.spread * gain) > UNLIKE_SPREAD))
+    return known, ratio, follows, unlike
 
 
 def dimming(frame: np.ndarray, matched: list[tuple[tuple[int, int, int, int], tuple[float, float, float]]]
