@@ -117,12 +117,16 @@ def swallowing(nav: Any, page: str | None) -> tuple[tuple[int, int, int, int] | 
     unlike the page's clean reference, False: engine.observe.cover.changed_box), else (None, False)."""
     if nav.last_frame is None:
         return None, False
-    frame = nav.observer.prepare(nav.last_frame)
-    outline = panel_box(frame)
-    if outline is not None:
-        return outline, True
+    outline = panel_box(nav.observer.prepare(nav.last_frame))
+    return (outline, True) if outline is not None else (_unlike_clean(nav, page), False)
+
+
+def _unlike_clean(nav: Any, page: str | None) -> tuple[int, int, int, int] | None:
+    """The region of the last frame unlike `page`'s clean reference (None: none, or no reference kept)."""
     reference = getattr(nav.observer, "references", {}).get(page) if page else None
-    return (changed_box(frame, reference) if reference is not None else None), False
+    if reference is None or nav.last_frame is None:
+        return None
+    return changed_box(nav.observer.prepare(nav.last_frame), reference)
 
 
 def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expected: str | None, *,
@@ -174,7 +178,7 @@ def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str 
     if outline:
         found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
         return found is not None and box_match(found, panel) >= SAME_BOX
-    found, _ = swallowing(nav, page)
+    found = _unlike_clean(nav, page)
     return found is not None and box_match(found, panel) > 0.0
 
 

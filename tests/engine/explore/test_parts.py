@@ -237,28 +237,39 @@ def test_a_tap_that_led_to_a_page_under_a_popup_led_to_that_page():
     assert atlas.outcome(main, "tap:900,600") == ("same",)
 
 
+class _Still:
+    """A device that shows `frame` until told otherwise and takes every tap."""
+
+    resolution = (1280, 720)
+
+    def __init__(self, frame) -> None:
+        self.frame = frame
+
+    def screenshot(self, **kw):
+        return self.frame.copy()
+
+    def tap(self, x, y):
+        pass
+
+
+def _explorer_on(frame, folder):
+    """(an Explorer on a still device showing `frame`, its first look taken, the device, the fake clock's now)."""
+    from engine.explore.explorer import Explorer
+
+    now, device = [0.0], _Still(frame)
+    explorer = Explorer(device, folder, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    explorer.recording = Recording(folder)
+    explorer._do({"type": "screenshot"})
+    return explorer, device, now
+
+
 def test_a_try_on_a_popup_over_a_known_page_waits_as_long_as_on_a_known_page(tmp_path, screens):
     """A new screen is watched longer (a slow loading screen is no page); a popup over a known page is no new
     screen: a dismissal that changed nothing costs the short wait, not the long one (under chaos a third of the
     actions are such tries)."""
     from engine.explore.effects import QUIET_NEW
-    from engine.explore.explorer import Explorer
 
-    class Still:
-        resolution = (1280, 720)
-        frame = screens["page_main"]
-
-        def screenshot(self, **kw):
-            return self.frame.copy()
-
-        def tap(self, x, y):
-            pass
-
-    now = [0.0]
-    device = Still()
-    explorer = Explorer(device, tmp_path, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
-    explorer.recording = Recording(tmp_path)
-    explorer._do({"type": "screenshot"})
+    explorer, device, now = _explorer_on(screens["page_main"], tmp_path)
     device.frame = screens["reward"]
     start = now[0]
     explorer._do({"type": "tap", "point": [10, 10]})
@@ -273,23 +284,8 @@ def test_a_box_that_a_tap_opened_undimmed_over_the_page_waits_as_long_as_a_known
     settling asked without it, so such a box was a new screen while settling and a popup once learnt: on Azur Lane
     125 of 1073 actions waited the new-screen time (1.6 s, not 0.5)."""
     from engine.explore.effects import QUIET_NEW
-    from engine.explore.explorer import Explorer
 
-    class Still:
-        resolution = (1280, 720)
-        frame = screens["page_main"]
-
-        def screenshot(self, **kw):
-            return self.frame.copy()
-
-        def tap(self, x, y):
-            pass
-
-    now = [0.0]
-    device = Still()
-    explorer = Explorer(device, tmp_path, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
-    explorer.recording = Recording(tmp_path)
-    explorer._do({"type": "screenshot"})
+    explorer, device, now = _explorer_on(screens["page_main"], tmp_path)
     boxed = screens["page_main"].copy()
     boxed[240:400, 480:800] = (40, 200, 240)  # a box, the page around it as it was (not dimmed)
     device.frame = boxed
