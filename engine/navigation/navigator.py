@@ -386,6 +386,7 @@ class Navigator:
             obs = self.observer.observe(frame, expected=expected, near=near)
         self._reference(obs, frame, same or previous is not None and self.last_observation is not None and
                         self.last_observation.page == obs.page)
+        self.dialogs.arrived(self.last_observation, obs, lambda: self.observer.prepare(frame))
         self.last_observation, self._last_expected, self._looked_at = obs, (expected, near), self.actuator.performed
         ctx.record("observation", expected=expected, page=obs.page, popups=list(obs.popups), loading=obs.loading,
                    confidence=round(obs.confidence, 3), unchanged=unchanged)

@@ -13,7 +13,7 @@ and per goto (GOTO_TRIES).
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from engine.config.schema import KeyAction, TapAction
 from engine.config.words import says, spending
@@ -27,7 +27,7 @@ from engine.navigation.dismissal import (
     box_match,
     next_try,
 )
-from engine.observe.cover import changed_box, covered
+from engine.observe.cover import Thumb, changed_box, covered, thumb
 from engine.observe.guard import Guard
 from engine.observe.spots import panel_box
 
@@ -44,13 +44,25 @@ KNOWN_SPENDERS = 8
 
 
 class Dialogs:
-    """What the search learnt in one session: the dialogs seen and how each closed (engine.navigation.dismissal)."""
+    """What the search learnt in one session: the dialogs seen and how each closed (engine.navigation.dismissal),
+    and each page's frame on arrival."""
 
     def __init__(self, tries: int = SHOWING_TRIES) -> None:
         self.tries = max(0, int(tries))
         self.known: list[Dialog] = []
         self.guard: Guard | None = None
         self._ids = 0
+        self.arrivals: dict[str, Thumb] = {}
+        """Each page's first frame after the belief came to it, plain (no popup, cover or loading named): where a
+        page has no clean reference yet (the observer keeps one only once a tap left the page), the frame a dialog
+        that showed over the page since is found against (its box, not whether the page is covered: a frame cut
+        from a cross-fade only makes the box larger)."""
+
+    def arrived(self, before: Observation | None, obs: Observation, prepared: Callable[[], Any]) -> None:
+        """A look: the page's arrival frame when the belief came to it from another page or screen."""
+        if obs.page is not None and (before is None or before.page != obs.page) and \
+                not (obs.popups or obs.covered or obs.loading or obs.ambiguous):
+            self.arrivals[obs.page] = thumb(prepared())
 
     def of(self, box: tuple[int, int, int, int]) -> Dialog:
         """The dialog remembered with a like box, else a new one."""
@@ -82,7 +94,7 @@ def dialog_box(nav: Any, obs: Observation) -> tuple[int, int, int, int]:
     found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
     if found is not None:
         return found
-    reference = getattr(nav.observer, "references", {}).get(nav.machine.page)
+    reference = _reference(nav, nav.machine.page)
     if reference is not None and nav.last_frame is not None:
         try:
             report = covered(nav.observer.prepare(nav.last_frame), reference)
@@ -123,10 +135,17 @@ def swallowing(nav: Any, page: str | None) -> tuple[tuple[int, int, int, int] | 
 
 def _unlike_clean(nav: Any, page: str | None) -> tuple[int, int, int, int] | None:
     """The region of the last frame unlike `page`'s clean reference (None: none, or no reference kept)."""
-    reference = getattr(nav.observer, "references", {}).get(page) if page else None
+    reference = _reference(nav, page)
     if reference is None or nav.last_frame is None:
         return None
     return changed_box(nav.observer.prepare(nav.last_frame), reference)
+
+
+def _reference(nav: Any, page: str | None) -> Thumb | None:
+    """What `page` looks like with nothing over it: its clean reference (the observer's), else its arrival frame."""
+    if page is None:
+        return None
+    return getattr(nav.observer, "references", {}).get(page) or nav.dialogs.arrivals.get(page)
 
 
 def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expected: str | None, *,
@@ -149,7 +168,8 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + CLOSER_TRIES + DISMISS_TRIES:
             break
         ctx.checkpoint()
-        action = next_try(dialogs.known, dialog, tries, lambda: nav.last_frame, guard=guard)
+        action = next_try(dialogs.known, dialog, tries, lambda: nav.last_frame,
+                          lambda p: box if p is dialog else p.box, guard=guard)  # (this showing's box, not the first's)
         if action is None:
             break
         key = action_key(action)
