@@ -43,9 +43,11 @@ CLOSER_TRIES = 3
 VISIBLE_FAILS = 2
 """Tries of a visible option (the back key, a region) on a family that left it open before it is left out."""
 CORNER_INSET = 12
+SCREEN_INSET = 24
 """With a guard, the top corners of a dialog's box are tried right after the closers found, this share of the box's
-shorter side in (1/12: about 26 pixels on a 720p dialog): where a close cross or back arrow too faint to stand out
-sits."""
+shorter side in (1/12: about 26 pixels on a 720p dialog), at most this share of the screen's shorter side (1/24: 30
+pixels at 720p; a cross or back arrow is drawn to the screen's scale, not the dialog's: on a dialog as tall as the
+screen a twelfth would tap beside it): where a close cross or back arrow too faint to stand out sits."""
 SAME_BOX = 0.6
 """Overlap (intersection over union) of two dialogs' boxes from which they may be one dialog."""
 
@@ -127,7 +129,7 @@ def options(popup: Any, frame: np.ndarray | None, box: Area | None = None, *, sp
     judged = guard.judge(frame, box, areas + [a for a in spots.tappable(frame, within=box, limit=12) if a not in areas])
     banned = [{"area": list(a)} for a in judged.forbidden]  # (as if tried: the grid leaves points in them out)
     visible += [_tap(a, spots) for a in judged.closers]
-    inset = max(8, min(box[2] - box[0], box[3] - box[1]) // CORNER_INSET)  # where a cross too faint to find sits
+    inset = max(8, min(min(box[2] - box[0], box[3] - box[1]) // CORNER_INSET, min(w, h) // SCREEN_INSET))
     corners = [{"type": "tap", "point": [box[2] - inset, box[1] + inset]},
                {"type": "tap", "point": [box[0] + inset, box[1] + inset]}]
     near = [spots.centre(a) for a in judged.closers]  # (a closer tapped there already; a big one is not a cross)

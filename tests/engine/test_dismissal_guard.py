@@ -110,6 +110,18 @@ def test_a_small_square_in_a_top_corner_is_a_closer_and_a_wide_button_is_not():
     assert not corner_closer(BUY, BOX) and not corner_closer((620, 300, 650, 330), BOX)
 
 
+def test_the_corners_of_a_dialog_as_tall_as_the_screen_are_tried_where_a_screen_sized_back_arrow_sits():
+    """A panel from the top of the screen down (as Azur Lane's fleet preparation) has its back arrow a few dozen
+    pixels in, as on any screen: a twelfth of the panel's height in (48 px here) taps below it; at most a 24th of the
+    screen's shorter side (30 px) taps on it."""
+    shown = frame()
+    box = (206, 0, 1122, 580)
+    arrow = (234, 12, 278, 47)
+    visible, _ = options(Dialog(0, box), shown, box, guard=Guard(read=None))
+    corners = [a for a in visible if a["type"] == "tap" and "area" not in a and inside(a, box)]
+    assert corners and any(inside(a, arrow) for a in corners[:2]), corners
+
+
 def test_without_a_guard_the_order_is_the_explorers():
     shown = frame()
     visible, _ = options(Dialog(0, BOX), shown, BOX)
