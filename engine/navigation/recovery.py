@@ -35,8 +35,8 @@ MAX_ESCALATIONS = 4
 """Questions to the vision model in one run (a goto): each answer acted on may be followed by the dialog's return."""
 MAX_UNCOVER = len(RUNGS) + MAX_ESCALATIONS
 """Reactions to one showing of a covered page (a dialog no popup names over it) before it counts as blocking."""
-MAX_RESTARTS = 1
-"""Restarts of the game in one goto."""
+MAX_RESTARTS = 2
+"""Restarts of the game in one goto (a goto under chaos may meet a second dialog nothing else closes)."""
 
 
 def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: float) -> tuple[Observation, int]:
@@ -161,7 +161,7 @@ def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: 
     swallow the taps; where a dialog shows (its outline, or a region unlike the page's clean reference), the
     dismissal search tries it, else (or when it fails) the model is asked (`escalate`); once it was asked in this
     run, one such hop asks again (the dialog came back), up to the run's bound on questions; with no model (or no
-    question left) the game is restarted (once a goto); then Stuck. Returns the next observation."""
+    question left) the game is restarted (MAX_RESTARTS a goto); then Stuck. Returns the next observation."""
     if obs.page != source or obs.popups:
         course.swallowed = 0
         return obs
@@ -179,7 +179,7 @@ def swallowed(nav: Any, ctx: RunContext, course: Any, obs: Observation, source: 
     rung, since = "vision", len(ctx.steps)
     if not escalate(nav, ctx, unknown=False):
         hopeless = getattr(nav.observer, "vision", None) is None or ctx.vision_calls >= MAX_ESCALATIONS
-        if not (hopeless and restart(nav, ctx)):  # (no model, or its questions spent: restarted, once a goto)
+        if not (hopeless and restart(nav, ctx)):  # (no model, or its questions spent: restarted, bounded a goto)
             if ctx.vision_calls >= MAX_ESCALATIONS:
                 raise Stuck(f"{source} still swallows the taps after {ctx.vision_calls} answer(s) of the vision "
                             "model", page=source)
