@@ -86,7 +86,9 @@ def blocked(obs: Observation) -> bool:
 
 def dialog_box(nav: Any, obs: Observation) -> tuple[int, int, int, int]:
     """The dialog's box: the cover's, else a panel's outline on the frame (engine.observe.spots.panel_box), else
-    where the frame differs from the believed page's clean reference, else the screen less a tenth on each side."""
+    where the frame differs from the believed page's clean reference (the cover's region, else the region unlike it
+    once its dimming is allowed for: a small dialog over a page dimmed whole), else the screen less a tenth on each
+    side."""
     box = getattr(obs.cover, "box", None)
     if box:
         return tuple(int(v) for v in box)
@@ -96,12 +98,13 @@ def dialog_box(nav: Any, obs: Observation) -> tuple[int, int, int, int]:
         return found
     reference = _reference(nav, nav.machine.page)
     if reference is not None and nav.last_frame is not None:
+        frame = nav.observer.prepare(nav.last_frame)
         try:
-            report = covered(nav.observer.prepare(nav.last_frame), reference)
+            found = covered(frame, reference).box or changed_box(frame, reference)
         except Exception:  # noqa: BLE001 - a frame the cover check cannot read: the default box
-            report = None
-        if report is not None and report.box:
-            return tuple(int(v) for v in report.box)
+            found = None
+        if found:
+            return tuple(int(v) for v in found)
     return width // 10, height // 10, width - width // 10, height - height // 10
 
 

@@ -181,6 +181,24 @@ def test_a_lone_button_over_a_page_never_left_yet_is_found_against_the_page_as_i
     assert 560 <= last[0] < 720 and 420 <= last[1] < 468, closed
 
 
+def test_a_small_dialog_over_a_page_dimmed_whole_is_searched_where_it_stands_out_from_the_dimming(nokey):
+    """A page dimmed whole behind a small dialog in a corner: the page's templates say it is dimmed (covered, but
+    not where), and against the page's frame no region is large enough to be a cover; the region that does not
+    follow the dimming is the dialog (under chaos, 17 of 40 searches over one Azur Lane page tapped a guessed box
+    for want of it)."""
+    open_, game, _, _, _ = nokey
+    session = open_("learning: off\n")
+    corner = np.full((72, 72, 3), (90, 200, 60), np.uint8)
+    corner[20:52, 20:52] = (200, 60, 200)
+    small = Overlay("small", corner, (1200, 6), (1200, 6, 1272, 78), dim=0.45)
+    assert session.tools.alas_goto("page_reward").ok
+    game.show_overlay(small)
+    result = session.tools.alas_goto("page_main")
+    assert result.ok and game.truth()["page"] == "page_main" and not game.truth()["overlays"], result.text
+    [closed] = result.data["dialogs_closed"]
+    assert closed["rung"] == "search" and 1 <= closed["taps"] <= 3, closed
+
+
 def test_no_search_when_the_policy_says_so(nokey):
     open_, game, _, _, _ = nokey
     session = open_("learning: {mode: propose, search: 0}\n")
