@@ -96,7 +96,7 @@ def dialog_box(nav: Any, obs: Observation) -> tuple[int, int, int, int]:
     found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
     if found is not None:
         return found
-    reference = _reference(nav, nav.machine.page)
+    reference = _reference(nav, obs.page or nav.machine.page)  # (the page seen under it, else the one believed)
     if reference is not None and nav.last_frame is not None:
         frame = nav.observer.prepare(nav.last_frame)
         try:

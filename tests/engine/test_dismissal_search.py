@@ -199,6 +199,31 @@ def test_a_small_dialog_over_a_page_dimmed_whole_is_searched_where_it_stands_out
     assert closed["rung"] == "search" and 1 <= closed["taps"] <= 3, closed
 
 
+def test_a_dialog_that_swallows_a_hop_over_a_page_only_arrived_at_is_searched_where_it_stands_out(nokey):
+    """The hop's tap opens the dialog instead, over a page the navigator has only arrived at: the frame shows that
+    page dimmed under a small dialog, and the dialog's box comes from the page seen under it (its arrival frame;
+    the observer has no clean reference of it to place the cover)."""
+    open_, game, _, _, taps = nokey
+    session = open_("learning: off\n")
+    corner = np.full((72, 72, 3), (90, 200, 60), np.uint8)
+    corner[20:52, 20:52] = (200, 60, 200)
+    small = Overlay("small", corner, (1200, 6), (1200, 6, 1272, 78), dim=0.45)
+    game.goto("page_main")  # seen on arrival only (no tap has left it: no clean reference)
+    tap, seen = game.tap, []
+
+    def hop_opens_the_dialog(x, y, *args, **kwargs):  # the goto's first hop: page_main -> page_mail
+        seen.append((x, y))
+        if len(seen) == 1:
+            return game.show_overlay(small)
+        return tap(x, y, *args, **kwargs)
+
+    game.tap = hop_opens_the_dialog
+    result = session.tools.alas_goto("page_mail")
+    assert result.ok and game.truth()["page"] == "page_mail" and not game.truth()["overlays"], result.text
+    [closed] = result.data["dialogs_closed"]
+    assert closed["rung"] == "search" and closed["over"] == "page_main" and 1 <= closed["taps"] <= 3, closed
+
+
 def test_no_search_when_the_policy_says_so(nokey):
     open_, game, _, _, _ = nokey
     session = open_("learning: {mode: propose, search: 0}\n")
