@@ -68,14 +68,15 @@ def confirm(sim: Any, truth: Truth) -> tuple[str | None, dict]:
 
 
 def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None], *, n: int = 200, seed: int = 0,
-              scenario: Any = None, graph_dir: str | Path | None = None, assets_dir: str | Path | None = None
-              ) -> dict[str, Any]:
+              scenario: Any = None, graph_dir: str | Path | None = None, assets_dir: str | Path | None = None,
+              policies_file: str | Path | None = None) -> dict[str, Any]:
     """`n` gotos to random draft pages (those of the draft graph's largest strongly connected part that the draft
     names), one after another from wherever the last one left the game.
 
     Args:
         page_of: each draft page's true page (``Score.page_of``).
         graph_dir, assets_dir: the draft graph and its pack (default: the draft folder and its assets/).
+        policies_file: the session's policies (default: the shipped ones).
     """
     from engine.runtime.session import open_session
     from engine.sim import start_embedded
@@ -94,7 +95,7 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
     with start_embedded(truth.graph, assets=truth.assets, scenario=scenario, seed=seed, clock=clock.now,
                         state=truth.state, style=getattr(truth, "style", None)) as sim:
         session = open_session(sim.serial, graph_dir=graph_dir, assets=assets_dir, adb_host=sim.host,
-                               adb_port=sim.port, clock=clock.now, sleep=clock.sleep)
+                               adb_port=sim.port, clock=clock.now, sleep=clock.sleep, policies_file=policies_file)
         try:
             for _ in range(n):
                 target = rng.choice(targets)
@@ -116,6 +117,7 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
         "false_success_examples": [(o["target"], o["expected"], o["seen"]) for o in outcomes
                                    if o["false_success"]][:5],
         "failures": [(o["target"], o["status"], o["sim"], o["popups"]) for o in outcomes if not o["ok"]][:10],
+        "arrived_each": [o["arrived"] for o in outcomes],
         "observer_disagrees_with_sim": sum(o["seen"] != o["sim"] for o in outcomes),
         "wall_s": round(time.perf_counter() - wall, 1),
         "virtual_s": round(clock.now() - 1000.0, 1),
