@@ -11,7 +11,8 @@ Random gotos over the graph's pages, one after another from wherever the last on
 against the simulator's truth. Reported per half: arrived, false successes (verified while the game shows another
 page or a blocking popup: a non-blocking one, such as IDLE's mark, lets every tap through to the page, as in
 benchmarks/test_soak.py), failures by status, dialogs closed and the taps each took, by rung, and the popups accepted.
-Asserted at any length: no false success (a goto that fails says so). NOKEY_GOTOS sets the gotos per half (default
+Asserted at any length: no false success (a goto that fails says so), and no learned popup is named on a clean
+frame of any page (the simulator's, nothing over it). NOKEY_GOTOS sets the gotos per half (default
 10, the CI form, whose halves are too short for a rate to mean much: printed only); at 200 (the issue's) the issue's
 targets are asserted: >= 90 % of the first 200 arrive, >= 99 % of the next 200.
 """
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from benchmarks.explore_gotos import strongly_connected
+from benchmarks.test_learning_covered_dialog import _fired_on_clean_frames
 from benchmarks.test_soak import unambiguous
 from engine.config.loader import load_graph
 from engine.runtime.session import open_session
@@ -109,6 +111,7 @@ def test_with_no_model_key_the_gotos_arrive_and_the_popups_are_learned(tmp_path,
                                      if s.get("kind") == "proposal_accepted"]
 
         benchmark.pedantic(soak, rounds=1, iterations=1)
+        fired = _fired_on_clean_frames(session, full, assets)  # a learned popup on a page with nothing over it
 
     learned = load_graph(graph_dir).popups
     rate = {h: s["arrived"] / max(1, s["gotos"]) for h, s in halves.items()}
@@ -120,7 +123,8 @@ def test_with_no_model_key_the_gotos_arrive_and_the_popups_are_learned(tmp_path,
                   f"{len(s['false'])}, failed {dict(s['failed'])}; dialogs closed by rung {dict(s['closed'])}, taps "
                   f"per dialog {per}; accepted {len(s['accepted'])}")
             print(f"    failures: {s['examples'][:6]}")
-        print(f"  popups in the graph at the end: {len(learned)} ({', '.join(p.name for p in learned[:8])}...)")
+        print(f"  popups in the graph at the end: {len(learned)} ({', '.join(p.name for p in learned[:8])}...); "
+              f"learned popups named on a clean frame of a page: {fired}")
     benchmark.extra_info.update({"removed": removed, "learned": len(learned), "rate": rate,
                                  **{f"{h}_{k}": (dict(v) if isinstance(v, Counter) else v)
                                     for h, s in halves.items() for k, v in s.items()}})
@@ -128,5 +132,6 @@ def test_with_no_model_key_the_gotos_arrive_and_the_popups_are_learned(tmp_path,
         figures.add(f"no_key_{h}_half_arrival", rate[h], "", kind="ratio")
     figures.add("no_key_popups_learned", len(learned), "", kind="count")
     assert halves["first"]["false"] == [] and halves["second"]["false"] == [], halves
+    assert fired == [], fired  # the learned popups never fire on a clean frame
     if FULL:
         assert rate["first"] >= 0.9 and rate["second"] >= 0.99, rate
