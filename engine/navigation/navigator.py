@@ -43,7 +43,7 @@ from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.core.stuck import Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import explain, recover, swallowed, uncover
+from engine.navigation.recovery import explain, popup_stuck, recover, swallowed, uncover
 from engine.navigation.routes import canonical_page, home_buttons, plan_route
 from engine.navigation.search import SHOWING_TRIES, Dialogs
 
@@ -353,7 +353,7 @@ class Navigator:
         count = dismissed.get(popup.name, 0) + 1
         dismissed[popup.name] = count
         if count > MAX_POPUP_DISMISSALS:
-            raise PopupBlocking(popup.name, count - 1)
+            return popup_stuck(self, ctx, popup.name, count - 1)
         ctx.record("dismiss", popup=popup.name, count=count)
         reason = ctx.detectors.clicks.add(f"dismiss:{popup.name}")
         if reason:

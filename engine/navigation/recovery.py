@@ -126,6 +126,16 @@ def restart(nav: Any, ctx: RunContext) -> bool:
     return True
 
 
+def popup_stuck(nav: Any, ctx: RunContext, popup: str, count: int) -> None:
+    """A popup of the graph still there after its own dismissals (a draft's popup may name a tap that does not close
+    it): the game is restarted, as the ladder's last rung (`restart`, bounded a goto), and the popup may be dismissed
+    again later; when no restart is left, PopupBlocking."""
+    if not restart(nav, ctx):
+        raise PopupBlocking(popup, count)
+    ctx.record("dialog_closed", rung="restart", taps=0, actions=[], over=popup)
+    ctx.detectors.dismissed.pop(popup, None)
+
+
 def _unknown(obs: Observation) -> bool:
     return obs.page is None and not obs.popups and not obs.loading and not obs.black_frame
 
