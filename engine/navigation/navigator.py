@@ -34,7 +34,6 @@ from engine.core.errors import (
     EngineError,
     Interrupted,
     NavigationError,
-    PopupBlocking,
     Stuck,
     TransientDeviceError,
     UnknownPage,
