@@ -156,9 +156,11 @@ def test_a_recorded_goto_is_saved_as_a_trace_and_replays_as_a_task(tmp_path):
         assert s.sim.game.truth()["page"] == "page_commission"
 
 
-def test_a_failed_goto_leaves_an_error_bundle_with_frames_and_the_transcript_slice(tmp_path):
+def test_a_failed_goto_leaves_an_error_bundle_with_frames_and_the_transcript_slice(tmp_path, monkeypatch):
+    from engine.navigation import recovery
     from engine.sim import Scenario
 
+    monkeypatch.setattr(recovery, "MAX_RESTARTS", 0)  # (a popup that never goes away is no longer restarted away)
     with open_session(transcript_dir=tmp_path) as s:
         assert s.tools.alas_goto("page_main").ok
         s.sim.game.faults.scenario = Scenario(popup_chain_p=1.0, popups=["GET_ITEMS_1", "GET_ITEMS_2"])
