@@ -86,19 +86,19 @@ def blocked(obs: Observation) -> bool:
 
 def dialog_box(nav: Any, obs: Observation) -> tuple[int, int, int, int]:
     """The dialog's box: the cover's, else a panel's outline on the frame (engine.observe.spots.panel_box), else
-    where the frame differs from the believed page's clean reference (the cover's region, else the region unlike it
-    once its dimming is allowed for: a small dialog over a page dimmed whole), else the screen less a tenth on each
-    side."""
+    where the frame differs from the reference of the page seen under it (else of the believed page): the cover's
+    region, else the region unlike it once its dimming is allowed for (a small dialog over a page dimmed whole);
+    else the screen less a tenth on each side."""
     box = getattr(obs.cover, "box", None)
     if box:
         return tuple(int(v) for v in box)
     width, height = nav.graph.resolution
-    found = panel_box(nav.observer.prepare(nav.last_frame)) if nav.last_frame is not None else None
+    frame = nav.observer.prepare(nav.last_frame) if nav.last_frame is not None else None
+    found = panel_box(frame) if frame is not None else None
     if found is not None:
         return found
-    reference = _reference(nav, obs.page or nav.machine.page)  # (the page seen under it, else the one believed)
-    if reference is not None and nav.last_frame is not None:
-        frame = nav.observer.prepare(nav.last_frame)
+    reference = _reference(nav, obs.page or nav.machine.page)
+    if reference is not None and frame is not None:
         try:
             found = covered(frame, reference).box or changed_box(frame, reference)
         except Exception:  # noqa: BLE001 - a frame the cover check cannot read: the default box
