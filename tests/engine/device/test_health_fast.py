@@ -36,14 +36,16 @@ def env(tmp_path, dead_port):
             "ENGINE_ADB": "/bin/false", "ENGINE_SERIAL": ""}
 
 
-def _check(env: dict[str, str], says: str) -> None:
+def _check(env: dict[str, str], says: str, waits: float = 0.0) -> None:
+    """`waits`: seconds health spends on purpose (a dead server's host:version is waited for that long, by design):
+    they are the behaviour, not overhead, so they are added to the bound rather than squeezed into the ratio."""
     baseline, _ = _fastest(["health", "--help"], env)
     took, done = _fastest(["health", "--serial", "127.0.0.1:5599", "--json"], env)
     body = json.loads(done.stdout)
     assert done.returncode == 1 and body["status"] == "adb_server_down", done.stdout + done.stderr
     assert says in body["text"] and body["data"]["health"]["error"] and "Traceback" not in done.stderr
     print(f"health {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}: {body['text']}")
-    assert took < RATIO * baseline
+    assert took < RATIO * baseline + waits
 
 
 def test_no_server_that_cannot_be_started(env):
@@ -51,7 +53,8 @@ def test_no_server_that_cannot_be_started(env):
 
 
 def test_a_dead_server_that_accepts_and_says_nothing(env, hung_server):
-    _check({**env, "ANDROID_ADB_SERVER_PORT": str(hung_server.port)}, "dead ADB server")
+    _check({**env, "ANDROID_ADB_SERVER_PORT": str(hung_server.port)}, "dead ADB server",
+           waits=adbserver.SERVER_PROBE_BOUND)
 
 
 def test_the_engines_own_server_gone(env, tmp_path, dead_port):
