@@ -19,8 +19,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, finer_only,
-                                  page_difference, similarity)
+from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, page_difference,
+                                  similarity)
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
 Area = tuple[int, int, int, int]
@@ -42,8 +42,7 @@ STABLE_SLACK = 1
 badge lit, a digit of a counter that an action changed). Pages drawn on one shared backdrop differ in as few as 3
 cells of 144 (two pages whose only drawing is a title: issue 45, generated game 1), a short title in 2, while their
 swaying art and sparks change 16; so share alone (SAME_PAGE) called them one page, and the explorer found 6 pages of
-31. A counter that changes in more cells splits its page in two (a duplicate in the draft, named in its review). Cells
-alike in thumbnails but not in fine images count (sketch.finer_only): a short title differs in two, a digit in one."""
+31. A counter that changes in more cells splits its page in two (a duplicate in the draft, named in its review)."""
 FROZEN_AFTER = 3
 """Known links in a row that left the screen as it was, nothing changing in between: the game has stopped taking
 input (an idle screen only a small spot wakes, a dialog drawn too faintly to tell). Those tries are not held against
@@ -166,9 +165,8 @@ class Atlas:
             excused = page.moving if moving is None else moving if page.moving is None else page.moving | moving
             for member in page.sketches:
                 share, stable = page_difference(sk, member, excused)
-                if share < SAME_PAGE or stable > STABLE_SLACK and page.id != led_to:
+                if share < SAME_PAGE:
                     continue
-                stable += finer_only(sk, member, excused)
                 stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
                 if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]):
                     best, key = page.id, (stable, share)

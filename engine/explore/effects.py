@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from engine.core.errors import BlackFrame, DeviceError
-from engine.explore.sketch import SAME_PAGE, Sketch, cell_match, changed, fine_differ, similarity, sketch
+from engine.explore.sketch import SAME_PAGE, Sketch, cell_match, changed, similarity, sketch
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,7 @@ class Settled:
     timed_out: bool = False
     moving: np.ndarray | None = None
     """(rows, cols) booleans: the sketch cells that changed by themselves while the screen last held (sparks, a
-    swaying figure, a ticking timer, also when only their fine images see it: sketch.fine_differ): not what tells
-    this screen from another (engine.explore.atlas)."""
+    swaying figure, a ticking timer): not what tells this screen from another (engine.explore.atlas)."""
     black: int = 0
 
 
@@ -124,7 +123,6 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
                     if now - held_since >= (animated if known(sk) else animated_new) and not loading(sk):
                         return out  # only small changes since it appeared: an animated screen, settled
             else:
-                seen_moving(fine_differ(sk, out.sketch), now)  # a counter ticking finer than the cells see
                 out.frame = frame
                 wait = quiet if known(sk) else quiet_new
                 if now - held_since >= wait and now - still_since >= quiet and not loading(sk):

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.config.schema import BUILTIN_DEFAULTS
 from engine.explore.draft import Area, Signature
-from engine.explore.sketch import Sketch, cell_match, fine_differ, sketch
+from engine.explore.sketch import Sketch, cell_match, sketch
 from verifiers.template import FLAT_STD, TemplateCheck
 
 TEMPLATES = 2
@@ -72,7 +72,7 @@ def _candidates(members: Sequence[np.ndarray], others_sketches: Sequence[Sketch]
     unlike = np.zeros(stable.shape, np.float32)
     for other in others_sketches:
         if other.colour.shape == first.colour.shape:
-            unlike += ~cell_match(other, first) | fine_differ(other, first)  # a short title, finer than a cell
+            unlike += ~cell_match(other, first)
     share = unlike / max(1, len(others_sketches))
     out = []
     for row, col in zip(*np.nonzero(stable)):
@@ -82,11 +82,7 @@ def _candidates(members: Sequence[np.ndarray], others_sketches: Sequence[Sketch]
         if kind:
             out.append((kind, area, float(share[row, col]) + min(flat, 60.0) / 600.0))
     out.sort(key=lambda c: -c[2])
-    # Each kind its own share of the list: a page of flat backdrop has dozens of colour cells as unlike the others
-    # as its one title, and they pushed every template but the first out (generated game 66355: three pages signed
-    # by one shared icon alone).
-    kept = [c for c in out if c[0] == "template"][:MAX_CANDIDATES] + [c for c in out if c[0] == "color"][:MAX_CANDIDATES]
-    return sorted(kept, key=lambda c: -c[2])
+    return out[:MAX_CANDIDATES]
 
 
 def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray], *, prefix: str = "page",

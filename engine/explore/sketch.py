@@ -42,35 +42,19 @@ more slowly than settling looks, so its cells were never seen moving: on generat
 back with 6 cells of its figure's edges different, and became two pages; moved back by one pixel they differ by 1.6
 to 3.4, against 12 allowed)."""
 
-FINE = 24
-"""Pixels per cell side of a sketch's fine gray image, kept to tell apart what its 8x8 thumbnails blur together."""
-FINE_LEVEL = 40
-"""Gray difference from which a fine pixel counts as changed."""
-FINE_SHARE = 0.04
-"""Share of a cell's fine pixels changed (at the best shift, FINE_SHIFT) from which the cell shows something else. A
-title of two glyphs on a shared backdrop changes 0.049 to 0.078 of each of the two cells it sits in, while its 8x8
-thumbnails stay within THUMB_TOLERANCE (issue 45, generated game 66355: three pages that differ only by their short
-titles became one, and a goto to one was verified on another); a swaying figure and sparks change at most 0.03 there
-once shifted back (0.052 at one fine pixel's shift: the main page split in two), and a ticking counter 0.04 to 0.12
-(it is seen changing while the screen settles, engine.explore.effects, so it is excused)."""
-FINE_SHIFT = 2
-"""Fine pixels (a twelfth of a cell) a drawing may have moved and still be the same."""
-
 Area = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True, eq=False)
 class Sketch:
     """A frame reduced to its grid: `colour` (rows, cols, 3) mean BGR, `thumbs` (rows, cols, T*T) gray
-    thumbnails, `flat` (rows, cols) the gray standard deviation inside each cell, `fine` the frame in gray at FINE
-    pixels a cell (fine_differ)."""
+    thumbnails, `flat` (rows, cols) the gray standard deviation inside each cell."""
 
     size: tuple[int, int]
     cell: int
     colour: np.ndarray
     thumbs: np.ndarray
     flat: np.ndarray
-    fine: np.ndarray | None = None
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -100,8 +84,7 @@ def sketch(frame: np.ndarray) -> Sketch:
     mean = cv2.resize(g, (cols, rows), interpolation=cv2.INTER_AREA)
     square = cv2.resize(g * g, (cols, rows), interpolation=cv2.INTER_AREA)
     flat = np.sqrt(np.maximum(square - mean * mean, 0.0))
-    fine = cv2.resize(gray, (cols * FINE, rows * FINE), interpolation=cv2.INTER_AREA)
-    return Sketch((w, h), cell, colour, thumbs, flat, fine)
+    return Sketch((w, h), cell, colour, thumbs, flat)
 
 
 def cell_match(a: Sketch, b: Sketch, gain: float = 1.0) -> np.ndarray:
@@ -111,33 +94,6 @@ def cell_match(a: Sketch, b: Sketch, gain: float = 1.0) -> np.ndarray:
     colour = np.abs(a.colour - b.colour * gain).max(axis=2) <= COLOUR_TOLERANCE * max(gain, 0.5)
     thumbs = np.abs(a.thumbs - b.thumbs * gain).mean(axis=2) <= THUMB_TOLERANCE * max(gain, 0.5)
     return colour & thumbs
-
-
-def fine_differ(a: Sketch, b: Sketch) -> np.ndarray:
-    """(rows, cols) booleans: cells where `a` and `b` differ finer than their thumbnails see (FINE_SHARE of the
-    cell's fine pixels by FINE_LEVEL, at the best shift of up to FINE_SHIFT fine pixels: a drawing that moved a little
-    is the same drawing). All False when either has no fine image or their shapes differ."""
-    rows, cols = a.colour.shape[:2]
-    if a.fine is None or b.fine is None or a.fine.shape != b.fine.shape:
-        return np.zeros((rows, cols), bool)
-    fa, k = a.fine.astype(np.int16), FINE_SHIFT
-    pad = np.pad(b.fine.astype(np.int16), k, mode="edge")
-    best = np.ones((rows, cols), np.float32)
-    for dy in range(-k, k + 1):
-        for dx in range(-k, k + 1):
-            moved = pad[k + dy:k + dy + fa.shape[0], k + dx:k + dx + fa.shape[1]]
-            share = (np.abs(fa - moved) > FINE_LEVEL).reshape(rows, FINE, cols, FINE).mean(axis=(1, 3))
-            best = np.minimum(best, share)
-    return best >= FINE_SHARE
-
-
-def finer_only(a: Sketch, b: Sketch, excused: np.ndarray | None = None) -> int:
-    """Cells alike in the thumbnails that differ in the fine images, outside `excused` (cells seen moving): a short
-    title on a shared backdrop (FINE_SHARE)."""
-    finer = fine_differ(a, b) & cell_match(a, b)
-    if excused is not None and excused.shape == finer.shape:
-        finer &= ~excused
-    return int(finer.sum())
 
 
 def mosaic(sk: Sketch) -> np.ndarray:
