@@ -125,6 +125,11 @@ STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; ch
                 ".ico": "image/x-icon", ".json": "application/json"}
 
 
+OBSERVED_KEPT = 4
+"""Observed frames kept for /api/observed/N.png. One was too few: under load a browser's image request for frame 6
+came after another look had made frame 7 (a 404 in the studio's console; CI of b336a84, the log-panel test)."""
+
+
 @dataclass
 class Studio:
     """What every handler needs: the session, the folders it may read and write, and the live state."""
@@ -142,7 +147,9 @@ class Studio:
     lock: threading.Lock = field(default_factory=threading.Lock)
     reviewing: threading.Lock = field(default_factory=threading.Lock)
     """Held while a proposal is accepted or rejected: one review at a time."""
-    last_frame: tuple[int, bytes] | None = None
+    frames: deque = field(default_factory=lambda: deque(maxlen=OBSERVED_KEPT))
+    """The last observed frames, (number, PNG): a page still loading one the next look has already replaced gets it
+    (live.observed_png)."""
     steps: StepFrames = field(default_factory=StepFrames)
     """The frames of a run's last looks, for the recognition view."""
     svg_cache: dict = field(default_factory=dict)

@@ -80,8 +80,8 @@ def _observe_png(studio: Any, png: bytes) -> tuple[dict[str, Any], int]:
         finally:
             studio.tools.bounded.release()
     with studio.lock:
-        number = (studio.last_frame[0] + 1) if studio.last_frame else 1
-        studio.last_frame = (number, png)
+        number = (studio.frames[-1][0] + 1) if studio.frames else 1
+        studio.frames.append((number, png))
     body = obs.to_dict()
     body["height"], body["width"] = frame.shape[:2]
     return body, number
@@ -112,10 +112,11 @@ async def observe(request: Request) -> Response:
 
 async def observed_png(request: Request) -> Response:
     studio = studio_of(request)
-    last = studio.last_frame
-    if last is None or last[0] != request.path_params["number"]:
-        return error(404, "that frame is gone: only the last observed frame is kept")
-    return Response(last[1], media_type="image/png", headers={"Cache-Control": "private, max-age=60"})
+    with studio.lock:
+        png = next((p for n, p in studio.frames if n == request.path_params["number"]), None)
+    if png is None:
+        return error(404, f"that frame is gone: only the last {studio.frames.maxlen} observed frames are kept")
+    return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=60"})
 
 
 def graph_dot(graph: Any, believed: str | None, route_pages: list[str]) -> str:

@@ -182,6 +182,17 @@ def test_observe_reports_evidence_with_boxes_belief_and_looks_per_second(client)
     assert client.get("/api/observed/999999.png").status_code == 404
 
 
+def test_a_frame_a_newer_look_replaced_is_still_served_to_a_slow_page(client):
+    """A browser's image request may come after the next look (under load, CI of b336a84: a 404 in the studio's
+    console); the last OBSERVED_KEPT frames are served, older ones are a 404 with a sentence."""
+    from engine.faces.studio.app import OBSERVED_KEPT
+
+    urls = [client.get("/api/observe").json()["frame_url"] for _ in range(OBSERVED_KEPT + 1)]
+    assert client.get(urls[1]).status_code == 200 and client.get(urls[-1]).content.startswith(PNG_MAGIC)
+    gone = client.get(urls[0])
+    assert gone.status_code == 404 and "frame is gone" in gone.text
+
+
 def test_graph_svg_without_dot_is_a_503_with_a_message(client, monkeypatch):
     monkeypatch.setattr(studio_live.shutil, "which", lambda name: None)
     response = client.get("/api/graph.svg")
