@@ -28,7 +28,7 @@ from engine.explore.atlas import Atlas, Here, PageNode, action_key, key_action
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
-from engine.explore.repeats import RepeatGuard
+from engine.explore.repeats import FruitlessRestarts, RepeatGuard
 from engine.explore.sketch import changed, sketch
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class Explorer:
         self.restarts = 0
         self.stopped_because = ""
         self._started = clock()
-        self._restart_marks: list[tuple[int, int]] = []
+        self._restart_marks = FruitlessRestarts()
         self._last: tuple[Any, str] | None = None
         """The sketch and file of the last frame written."""
         self._popup_tries: Counter = Counter()
@@ -81,6 +81,8 @@ class Explorer:
         self.sweeping: int | None = None
         self.sweep_round = 0
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
+        self.second_round = False
+        """Set once all work is done: what did nothing once is tried once more on every page."""
 
     # ------------------------------------------------------------------ budget
 
@@ -295,8 +297,8 @@ class Explorer:
             moves = [n for o, n in page.results.get(key, {}).items() if o[0] == "page" and o[1] != page.id]
             if moves and max(moves) == 1 and page.tried[key] < CONFIRM_TRIES:
                 return action
-        if self.atlas.drops_taps() and len(self.atlas.exits(page.id)) >= 2:
-            # The game drops taps: on a page with several ways out, what did nothing once gets a second try.
+        if self.second_round or self.atlas.drops_taps() and len(self.atlas.exits(page.id)) >= 2:
+            # The game drops taps (or all else is done): what did nothing once gets a second try.
             for action in page.actions:
                 key = action_key(action)
                 if not action.get("grid") and page.tried[key] == 1 and set(page.results[key]) == {("same",)}:
@@ -375,6 +377,13 @@ class Explorer:
             route = self._route(self.atlas.here.page) if self.atlas.here.kind == "page" else None
             if route is not None:
                 return route
+        if not any(self._has_work(p) for p in self.atlas.pages) and not self.second_round:
+            # Every visible action tried: one dropped tap hides a page and all behind it, so before grids of taps,
+            # what did nothing once is tried once more everywhere, pages given up for want of a route too.
+            self.second_round = True
+            for page in self.atlas.pages:
+                page.abandoned = False
+            return self._choose()
         if not any(self._has_work(p) for p in self.atlas.pages):
             if not self._next_sweep():
                 self.stopped_because = "every page's actions were tried"
@@ -388,7 +397,7 @@ class Explorer:
         if self.restart_app is None:
             self.stopped_because = "nowhere left to go and no way to restart the game"
             return None
-        if self._no_progress_restarts() >= RESTARTS_IN_A_ROW:
+        if self._restart_marks.count(self._progress()) >= RESTARTS_IN_A_ROW:
             entries = self.recording.entries if self.recording is not None else []
             if entries and entries[-1]["action"].get("type") != "restart":
                 # Judged from where the game starts, never from a dead end (from one nothing is in reach).
@@ -422,16 +431,6 @@ class Explorer:
         """What was learnt so far: new outcomes, and actions taken twice (a link confirmed behind a dead end is
         learnt too, though it costs a restart to get back)."""
         return self.atlas.changes, sum(1 for p in self.atlas.pages for n in p.tried.values() if n >= 2)
-
-    def _no_progress_restarts(self) -> int:
-        count = 0
-        marker = self._restart_marks
-        marker.append(self._progress())
-        for earlier in reversed(marker[:-1]):
-            if earlier != marker[-1]:
-                break
-            count += 1
-        return count
 
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
         """The next way to close the popup shown now (engine.explore.dismiss), else a restart."""

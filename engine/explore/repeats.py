@@ -78,3 +78,23 @@ class RepeatGuard:
     def swallowing(self) -> list[tuple[tuple, list[str]]]:
         """Places where actions were given up, with them."""
         return [(p, keys) for p, keys in self.given_up.items() if keys]
+
+
+class FruitlessRestarts:
+    """The explorer's other loop guard: restarts in a row after which nothing was learnt (the same progress mark)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[int, int]] = []
+
+    def count(self, progress: tuple[int, int]) -> int:
+        """Mark `progress` at a restart; how many marks just before it are the same (restarts that learnt nothing)."""
+        self.marks.append(progress)
+        same = 0
+        for earlier in reversed(self.marks[:-1]):
+            if earlier != progress:
+                break
+            same += 1
+        return same
+
+    def clear(self) -> None:
+        self.marks.clear()
