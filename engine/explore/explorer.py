@@ -298,7 +298,7 @@ class Explorer:
             if moves and max(moves) == 1 and page.tried[key] < CONFIRM_TRIES:
                 return action
         if self.second_round or self.atlas.drops_taps() and len(self.atlas.exits(page.id)) >= 2:
-            # The game drops taps (or all else is done): what did nothing once gets a second try.
+            # The game drops taps (often, or once and all else is done): what did nothing once gets a second try.
             for action in page.actions:
                 key = action_key(action)
                 if not action.get("grid") and page.tried[key] == 1 and set(page.results[key]) == {("same",)}:
@@ -377,9 +377,10 @@ class Explorer:
             route = self._route(self.atlas.here.page) if self.atlas.here.kind == "page" else None
             if route is not None:
                 return route
-        if not any(self._has_work(p) for p in self.atlas.pages) and not self.second_round:
-            # Every visible action tried: one dropped tap hides a page and all behind it, so before grids of taps,
-            # what did nothing once is tried once more everywhere, pages given up for want of a route too.
+        if self.atlas.link_stays and not self.second_round and not any(self._has_work(p) for p in self.atlas.pages):
+            # Every visible action tried in a game seen dropping a tap (a known link that once did nothing): one
+            # dropped tap hides a page and all behind it, so before grids of taps, what did nothing once is tried
+            # once more everywhere, pages given up for want of a route too. A game that never drops one is spared.
             self.second_round = True
             for page in self.atlas.pages:
                 page.abandoned = False
