@@ -42,8 +42,8 @@ from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.core.stuck import Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import explain, popup_stuck, recover, swallowed, uncover
-from engine.navigation.routes import canonical_page, home_buttons, plan_route
+from engine.navigation.recovery import explain, first_link, popup_stuck, recover, swallowed, uncover
+from engine.navigation.routes import canonical_page, home_buttons
 from engine.navigation.search import SHOWING_TRIES, Dialogs
 
 if TYPE_CHECKING:
@@ -275,7 +275,10 @@ class Navigator:
 
     def _hop(self, ctx: RunContext, obs: Observation, course: _Course, target: str) -> Observation:
         """From a verified page, take the next link of the route and wait for its effect."""
-        link = self._next_link(obs.page, target)
+        link = first_link(self, ctx, obs.page, target)
+        if link is None:  # restarted out of a page with no way there (recovery.first_link)
+            course.expected = None
+            return self.look(ctx, expected=None)
         source = obs.page
         if self._debounce(ctx, link):
             course.expected = source
@@ -315,12 +318,6 @@ class Navigator:
 
     def is_blocking(self, obs: Observation) -> bool:  # does a popup block navigation?
         return any(self.graph.popup(name).blocking for name in obs.popups)
-
-    def _next_link(self, page: str, target: str) -> Link:
-        hops = list(plan_route(self.graph, page, target).hops)
-        if not hops:
-            raise NavigationError(f"no hop from {page} to {target}", page=page)
-        return hops[0].link
 
     def _take(self, ctx: RunContext, link: Link, obs: Observation) -> None:
         ctx.hops += 1

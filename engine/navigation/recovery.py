@@ -8,7 +8,8 @@ bounded (the search by its tries, the model by MAX_ESCALATIONS questions a run, 
 reactions a showing) and the whole by the goto's deadline. The rung that closed the dialog, and the taps it took,
 are a ``dialog_closed`` step (the goto's ``data.dialogs_closed`` and its transcript). A known page that swallows the
 navigator's taps (two hops in a row that change nothing on the screen: something the graph does not know covers it)
-goes to the model at once. A dialog that comes back after the model's answer closed it is escalated again, up to
+goes to the model at once. A page the graph knows no way out of toward the target (a draft's dead end) restarts the
+game when a route leads from the start page (``first_link``). A dialog that comes back after the model's answer closed it is escalated again, up to
 MAX_ESCALATIONS model questions per run.
 
 The model's answer is acted on only when it is safe: a popup the graph knows (dismissed by its own declared
@@ -23,7 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, TapAction
-from engine.core.errors import DeviceError, NavigationError, PopupBlocking, Stuck, UnknownScreen
+from engine.core.errors import DeviceError, NavigationError, NoRoute, PopupBlocking, Stuck, UnknownScreen
+from engine.navigation.routes import plan_route
 from engine.navigation.search import search, swallowing, unblocked
 
 if TYPE_CHECKING:
@@ -123,6 +125,32 @@ def restart(nav: Any, ctx: RunContext) -> bool:
         return False
     nav.machine.relocalise(nav.graph.start_page, 0.0)
     ctx.detectors.repeats.forgive()
+    return True
+
+
+def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Any:
+    """The first link of the route from `page` to `target`. From a page the graph knows no way out of toward it (a
+    draft's dead end, a link its author left out) the game is restarted to its start page, as the ladder's last rung
+    (MAX_RESTARTS a goto), when a route leads from there: None, look again. Raises NoRoute when none does or no
+    restart is left."""
+    try:
+        hops = plan_route(nav.graph, page, target).hops
+    except NoRoute:
+        start = nav.graph.start_page
+        if not start or start == page or not _routed(nav, start, target) or not restart(nav, ctx):
+            raise
+        ctx.record("dead_end", page=page, to=target, start_page=start)
+        return None
+    if not hops:
+        raise NavigationError(f"no hop from {page} to {target}", page=page)
+    return hops[0].link
+
+
+def _routed(nav: Any, src: str, dst: str) -> bool:
+    try:
+        plan_route(nav.graph, src, dst)
+    except NoRoute:
+        return False
     return True
 
 

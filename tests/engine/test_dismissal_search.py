@@ -229,3 +229,25 @@ def test_no_search_when_the_policy_says_so(nokey):
     session = open_("learning: {mode: propose, search: 0}\n")
     result = _trip(session, game, 0, new_dialog.offer())
     assert _searches(session) == 0 and result.data["dialogs_closed"][0]["rung"] == "restart"
+
+
+def test_a_page_the_graph_knows_no_way_out_of_is_left_by_a_restart_and_the_goto_arrives(nokey):
+    """A draft's dead end (issue 46, Azur Lane's chaos draft: page_shop drafted without its way out made 190 of 200
+    gotos after it `no_route`): page_mail's only link removed, a goto from it restarts the game to the start page and
+    goes on from there, once; a page no route reaches even from the start page is still `no_route`, and no restart."""
+    open_, game, graph_dir, _, _ = nokey
+    main = graph_dir / "main.yaml"
+    text = main.read_text()
+    way_out = "    links:\n      - {to: page_main, action: {type: tap, button: GOTO_MAIN_WHITE}}\n    controls:\n" \
+              "      # Collecting shows the items received"
+    assert way_out in text
+    main.write_text(text.replace(way_out, "    controls:\n      # Collecting shows the items received"))
+    session = open_("learning: off\n")
+    assert session.tools.alas_goto("page_mail").ok
+    result = session.tools.alas_goto("page_reward")
+    assert result.ok and game.truth()["page"] == "page_reward", result.text
+    steps = session.tools.last_run.steps
+    assert [s["kind"] for s in steps].count("restart") == 1
+    assert any(s["kind"] == "dead_end" and s["page"] == "page_mail" for s in steps)
+    result = session.tools.alas_goto("page_channel")  # no link leads there (main.yaml)
+    assert result.status == "no_route" and not any(s["kind"] == "restart" for s in session.tools.last_run.steps)
