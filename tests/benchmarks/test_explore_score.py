@@ -218,6 +218,16 @@ def test_a_page_of_mostly_unknown_frames_matches_nothing(perfect, tmp_path, trut
     assert score.pages["unmatched"] == {"page_settings": {"page_settings": 1, None: 2}}
 
 
+def test_a_draft_page_the_truth_cannot_name_is_no_goto_target(perfect, tmp_path, truth):
+    """A page drafted from screens the truth's graph does not have (as the chaos scenario's unknown screens) has no
+    true page to judge an arrival by: the gotos leave it out and say so, and still judge every other page."""
+    folder, _ = perfect
+    page_of = {p: p for p in truth.reachable} | {"page_settings": None}
+    result = run_gotos(folder, truth, page_of, n=12, seed=3)
+    assert result["unjudged"] == ["page_settings"] and result["targets"] == 3
+    assert (result["arrived"], result["false_successes"]) == (12, 0)
+
+
 def test_gotos_with_the_perfect_draft_all_arrive(perfect, truth):
     folder, _ = perfect
     page_of = {p: p for p in truth.reachable}
