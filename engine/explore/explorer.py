@@ -377,7 +377,8 @@ class Explorer:
             route = self._route(self.atlas.here.page) if self.atlas.here.kind == "page" else None
             if route is not None:
                 return route
-        if self.atlas.link_stays and not self.second_round and not any(self._has_work(p) for p in self.atlas.pages):
+        idle = not any(self._has_work(p) for p in self.atlas.pages)
+        if idle and self.atlas.link_stays and not self.second_round:
             # Every visible action tried in a game seen dropping a tap (a known link that once did nothing): one
             # dropped tap hides a page and all behind it, so before grids of taps, what did nothing once is tried
             # once more everywhere, pages given up for want of a route too. A game that never drops one is spared.
@@ -385,15 +386,14 @@ class Explorer:
             for page in self.atlas.pages:
                 page.abandoned = False
             return self._choose()
-        if not any(self._has_work(p) for p in self.atlas.pages):
+        if idle:
             if not self._next_sweep():
                 self.stopped_because = "every page's actions were tried"
                 return None
             here = self.atlas.here
             if here.kind == "page" and here.page == self.sweeping:
                 return self._work(self.atlas.pages[here.page])
-            route = self._route_to(self.sweeping)
-            if route is not None:
+            if (route := self._route_to(self.sweeping)) is not None:
                 return route
         if self.restart_app is None:
             self.stopped_because = "nowhere left to go and no way to restart the game"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.config.schema import KeyAction, TapAction
+from engine.config.schema import KeyAction, Link, TapAction
 from engine.core.errors import DeviceError, NavigationError, NoRoute, PopupBlocking, Stuck, UnknownScreen
 from engine.navigation.routes import plan_route
 from engine.navigation.search import search, swallowing, unblocked
@@ -128,7 +128,7 @@ def restart(nav: Any, ctx: RunContext) -> bool:
     return True
 
 
-def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Any:
+def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Link | None:
     """The first link of the route from `page` to `target`. From a page the graph knows no way out of toward it (a
     draft's dead end, a link its author left out) the game is restarted to its start page, as the ladder's last rung
     (MAX_RESTARTS a goto), when a route leads from there: None, look again. Raises NoRoute when none does or no
