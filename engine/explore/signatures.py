@@ -23,6 +23,10 @@ from verifiers.template import FLAT_STD, TemplateCheck
 
 TEMPLATES = 2
 """Templates kept per page: two that each rule out every other page, so one occluded region does not lose it."""
+MAX_TEMPLATES = 4
+"""Templates at most, when the first two leave some other page's frame unexplained (a sprite every page shows, only
+tinted: seed 398351's hub and area shared the templates the draft chose first, and the area's gotos verified on
+the hub); a template past the second is kept only when it explains a frame still left."""
 MAX_CANDIDATES = 24
 COLOUR_TOLERANCE = int(BUILTIN_DEFAULTS.color_tolerance or 20)
 INSET = 4
@@ -106,12 +110,14 @@ def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray
     templates = 0
     for kind, area, _ in _candidates(members, others_sketches):
         if kind == "template":
-            if templates >= TEMPLATES:
+            if templates >= MAX_TEMPLATES or (templates >= TEMPLATES and not left):
                 continue
             check = template_check(first, area)
             if check.flat[0] or not all(check.verify(m).hit for m in members):
                 continue
             misses = {i for i in range(len(others)) if not check.verify(others[i]).hit}
+            if templates >= TEMPLATES and not left & misses:
+                continue
             if len(misses) < len(others) and templates == 0 and left - misses:
                 # Not alone enough: keep it only if it adds something, and still look for a decisive one.
                 if not (left & misses):
