@@ -124,11 +124,12 @@ def run(variant: str, gotos: int, tmp_path: Path, monkeypatch) -> dict:
     return stats
 
 
-def _fired_on_clean_frames(session, full, assets) -> list[tuple[str, list[str]]]:
-    """The pages on whose clean frame (the simulator's, nothing over it) a learned popup of the session fires."""
+def _fired_on_clean_frames(session, full, assets, still=None) -> list[tuple[str, list[str]]]:
+    """The pages on whose clean frame (the simulator's, nothing over it) a learned popup of the session fires.
+    `still`: the game that draws them (default: a SimGame of `full` with `assets`)."""
     observer = Observer(session.graph, session.assets)
     learned = {p.name for p in session.graph.popups if p.learned}
-    still = SimGame(full, assets=assets)
+    still = still if still is not None else SimGame(full, assets=assets)
     fired = []
     for page in [p.name for p in full.pages if p.signatures and p.name != full.unknown_page]:
         still.goto(page)
