@@ -197,7 +197,8 @@ class Drafter:
             own = frames[page.id] + [f for f in (Recording.read_from(self.folder, r)
                                                  for r in page.members[OTHERS_PER_PAGE:OWN_FRAMES]) if f is not None]
             others = [f for q in pages if q.id != page.id for f in frames[q.id][:OTHERS_PER_PAGE]] + loading_frames
-            sigs = stable_signatures(own, others, prefix=names[page.id], title=page.title, sketches=self.sketches)
+            sigs = stable_signatures(own, others, prefix=names[page.id], title=page.title, sketches=self.sketches,
+                                     moving=page.moving)
             if not sigs or unexplained(sigs, own, others) and not any(s.type == "ocr" for s in sigs):
                 review.append(ReviewItem(kind="weak_signature", pages=[names[page.id]],
                                          note="no region found that tells this page apart from every other"))

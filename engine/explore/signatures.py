@@ -67,12 +67,15 @@ def stable_cells(sketches: Sequence[Sketch]) -> np.ndarray:
     return stable
 
 
-def _candidates(members: Sequence[np.ndarray], others_sketches: Sequence[Sketch]) -> list[tuple[str, Area, float]]:
-    """(kind, area, preference) for stable cells, the most distinctive (unlike most other frames) and textured
-    first."""
+def _candidates(members: Sequence[np.ndarray], others_sketches: Sequence[Sketch],
+                moving: np.ndarray | None = None) -> list[tuple[str, Area, float]]:
+    """(kind, area, preference) for stable cells outside `moving` (cells seen changing by themselves on the page),
+    the most distinctive (unlike most other frames) and textured first."""
     sketches = [sketch(m) for m in members]
     first = sketches[0]
     stable = stable_cells(sketches)
+    if moving is not None and moving.shape == stable.shape and (stable & ~moving).any():
+        stable &= ~moving
     unlike = np.zeros(stable.shape, np.float32)
     for other in others_sketches:
         if other.colour.shape == first.colour.shape:
@@ -90,14 +93,15 @@ def _candidates(members: Sequence[np.ndarray], others_sketches: Sequence[Sketch]
 
 
 def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray], *, prefix: str = "page",
-                      title: tuple[Area, str] | None = None,
-                      sketches: dict[int, Sketch] | None = None) -> list[Signature]:
+                      title: tuple[Area, str] | None = None, sketches: dict[int, Sketch] | None = None,
+                      moving: np.ndarray | None = None) -> list[Signature]:
     """Signatures that hit on every member frame and, together, miss on every frame in `others`.
 
     Template signatures are named ``draft/<prefix>_<n>`` and are cut from ``members[0]`` (engine.explore.write
     cuts them from the page's first member). `title`: (area, text) read on the members, used as an OCR signature
     when the pixels leave some other frame unexplained (or when there are no pixel signatures at all).
     `sketches`: a cache of frame sketches by ``id(frame)``, for a caller that passes the same frames many times.
+    `moving`: the page's cells seen changing by themselves (a timer, art that sways), never signed.
     """
     if not members:
         return []
@@ -108,7 +112,7 @@ def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray
     chosen: list[Signature] = []
     left = set(range(len(others)))
     templates = 0
-    for kind, area, _ in _candidates(members, others_sketches):
+    for kind, area, _ in _candidates(members, others_sketches, moving):
         if kind == "template":
             if templates >= MAX_TEMPLATES or (templates >= TEMPLATES and not left):
                 continue
