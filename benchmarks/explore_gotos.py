@@ -91,8 +91,6 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
         part = [p for p in strongly_connected(load_graph(graph_dir).resolve()) if p in page_of]
     except EngineError as exc:
         return {"gotos": n, "arrived": 0, "arrival_rate": 0.0, "false_successes": 0, "error": str(exc)}
-    # Seed 964363 under chaos (CI, 2026-11-28): the draft's page_3 was an unknown screen; the goto run's simulator
-    # drew the same screen again and the draft, rightly, called it page_3: two "false successes" with no true page.
     targets, unjudged = [p for p in part if page_of[p] is not None], [p for p in part if page_of[p] is None]
     if not targets:
         return {"gotos": n, "arrived": 0, "arrival_rate": 0.0, "false_successes": 0, "unjudged": unjudged,

@@ -111,7 +111,7 @@ def test_with_no_model_key_the_gotos_arrive_and_the_popups_are_learned(tmp_path,
                                      if s.get("kind") == "proposal_accepted"]
 
         benchmark.pedantic(soak, rounds=1, iterations=1)
-        fired = _fired_on_clean_frames(session, full, assets)  # a learned popup on a page with nothing over it
+        fired = _fired_on_clean_frames(session.graph, session.assets, full, assets)  # a learned popup on a page with nothing over it
 
     learned = load_graph(graph_dir).popups
     rate = {h: s["arrived"] / max(1, s["gotos"]) for h, s in halves.items()}

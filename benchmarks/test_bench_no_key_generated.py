@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -63,10 +62,10 @@ def test_with_no_model_key_a_generated_game_without_its_popups_is_driven(seed, t
     first, second = sum(each[:GOTOS]), sum(each[GOTOS:])
     learned = len(load_graph(graph_dir).popups)
     # What the copy learned, as a session of it would load it, on every page drawn clean.
-    drafted = load_graph(graph_dir).resolve(truth.graph.server)
-    copy = SimpleNamespace(graph=drafted, assets=load_pack(pack, drafted.server, fallback=drafted.fallback_server))
+    copy = load_graph(graph_dir).resolve(truth.graph.server)
     still = StyledGame(truth.graph, truth.style, assets=truth.assets, clock=lambda: 0.0)
-    fired = _fired_on_clean_frames(copy, truth.graph, truth.assets, still=still)
+    fired = _fired_on_clean_frames(copy, load_pack(pack, copy.server, fallback=copy.fallback_server), truth.graph,
+                                   truth.assets, still=still)
     print(f"\nseed {seed} {truth.graph.resolution[0]}x{truth.graph.resolution[1]}, {removed} popups taken out, "
           f"chaos, no key: first half {first}/{GOTOS}, second {second}/{GOTOS}, false successes "
           f"{run['false_successes']}, popups learned {learned} (named on a clean page: {fired}); failures {run.get('failures', [])[:5]}")

@@ -111,7 +111,7 @@ def run(variant: str, gotos: int, tmp_path: Path, monkeypatch) -> dict:
                     game.overlays.clear()  # the next goto starts clean, wherever it is
                     if not result.ok:
                         game.goto(target)
-                stats["fired"] = _fired_on_clean_frames(session, full, assets)
+                stats["fired"] = _fired_on_clean_frames(session.graph, session.assets, full, assets)
     finally:
         gemini.close()
     folder = tmp_path / "run" / "proposals"
@@ -124,11 +124,12 @@ def run(variant: str, gotos: int, tmp_path: Path, monkeypatch) -> dict:
     return stats
 
 
-def _fired_on_clean_frames(session, full, assets, still=None) -> list[tuple[str, list[str]]]:
-    """The pages on whose clean frame (the simulator's, nothing over it) a learned popup of the session fires.
-    `still`: the game that draws them (default: a SimGame of `full` with `assets`)."""
-    observer = Observer(session.graph, session.assets)
-    learned = {p.name for p in session.graph.popups if p.learned}
+def _fired_on_clean_frames(graph, pack, full, assets, still=None) -> list[tuple[str, list[str]]]:
+    """The pages on whose clean frame (the simulator's, nothing over it) a learned popup of `graph` (observed with
+    `pack`, as a session of it observes) fires. `still`: the game that draws them (default: a SimGame of `full` with
+    `assets`)."""
+    observer = Observer(graph, pack)
+    learned = {p.name for p in graph.popups if p.learned}
     still = still if still is not None else SimGame(full, assets=assets)
     fired = []
     for page in [p.name for p in full.pages if p.signatures and p.name != full.unknown_page]:
