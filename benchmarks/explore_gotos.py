@@ -7,9 +7,10 @@ game shows; the goto arrived when it says verified and that is the true page mos
 frames show. A goto the
 draft calls verified that did not arrive is a false success; one that failed on the right page did not arrive
 (``there_unverified`` counts those). A draft page most of whose frames the truth cannot name (a screen the
-truth's graph does not have: the chaos scenario's unknown screens, drafted as a page) is no goto target: there is
-no true page to judge an arrival there by, and the page already costs the draft its precision; such pages are
-counted (``unjudged``). The simulator and the session share a virtual
+truth's graph does not have: the chaos scenario's unknown screens, drafted as a page) or sees under a popup (a
+dialog drafted as a page, which shows over whatever page it came on) is no goto target: there is no one true page
+to judge an arrival there by, and the page already costs the draft its precision or its popup recall; such pages
+are counted (``unjudged``). The simulator and the session share a virtual
 clock, so loading screens and waits cost no wall time.
 """
 

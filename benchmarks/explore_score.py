@@ -261,7 +261,7 @@ class Score:
     cost: dict[str, Any] = field(default_factory=dict)
     gotos: dict[str, Any] = field(default_factory=dict)
     page_of: dict[str, str | None] = field(default_factory=dict)
-    """Each draft page's true page by majority of its frames (what a goto to it must reach), or None."""
+    """Each draft page's true page (``goto_page``: what a goto to it must reach), or None."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"truth": self.truth, "pages": self.pages, "links": self.links, "popups": self.popups,
@@ -280,7 +280,15 @@ def score_pages(draft: dict, truth: Truth, label: Labeller) -> tuple[dict[str, A
         "missed": sorted(truth.reachable - found),
         "unmatched": {d: dict(counts[d]) for d in sorted(counts) if d not in pairs},
     }
-    return figures, pairs, {d: majority(counts[d], sizes[d]) for d in counts}
+    return figures, pairs, {p["name"]: goto_page(p.get("members") or [], label) for p in draft.get("pages") or []}
+
+
+def goto_page(members: list[str], label: Labeller) -> str | None:
+    """The true page a goto to a draft page must reach: the one most of its frames show with nothing over it, or
+    None when most show a popup (a dialog the draft took for a page: it shows over whatever page it came on, so no
+    one page judges an arrival there) or a screen the truth cannot name."""
+    clean = Counter(page for page, popups in map(label, members) if not popups)
+    return majority(clean, len(members))
 
 
 def action_does(truth: Truth, true_action: Any, action: dict[str, Any]) -> bool:

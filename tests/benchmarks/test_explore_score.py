@@ -228,6 +228,20 @@ def test_a_draft_page_the_truth_cannot_name_is_no_goto_target(perfect, tmp_path,
     assert (result["arrived"], result["false_successes"]) == (12, 0)
 
 
+def test_a_dialog_drafted_as_a_page_is_no_goto_target(perfect, tmp_path, truth):
+    """A draft page whose frames the truth sees under a popup is a dialog taken for a page: it shows over whatever
+    page it came on, so no one true page judges a goto to it (seed 302684 under chaos: a dialog over the page
+    under it was the draft's page, and a goto that met the dialog over another page was called a false success)."""
+    def dialog_as_page(draft):
+        page = next(p for p in draft["pages"] if p["name"] == "page_mail")
+        page["members"] = ["evidence/popup_reward/0001.png"] * 2 + page["members"][:1]
+
+    score = score_draft(variant(perfect, tmp_path, dialog_as_page), truth)
+    assert score.page_of["page_mail"] is None
+    assert {p: score.page_of[p] for p in truth.reachable - {"page_mail"}} == {p: p for p in truth.reachable
+                                                                              - {"page_mail"}}
+
+
 def test_gotos_with_the_perfect_draft_all_arrive(perfect, truth):
     folder, _ = perfect
     page_of = {p: p for p in truth.reachable}
