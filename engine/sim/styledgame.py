@@ -34,13 +34,14 @@ class StyledGame(SimGame):
         self._arrived: set[str] = set()
         """Pages arrived at since the game started (a first-only dialog shows once)."""
         self._born = self.clock()
-        """The moving parts run on the game's own age, not the clock's origin: a countdown counts down from its
-        start in every run (on time.monotonic a timer stood at 00:00:00 when the machine had been up longer than
-        its start, and ticked on a virtual clock from 1000: the explorer and its gotos saw two games)."""
+        """The moving parts and the loading bar run on the game's own age, not the clock's origin: a countdown
+        counts down from its start in every run (on time.monotonic a timer stood at 00:00:00 when the machine had
+        been up longer than its start, and ticked on a virtual clock from 1000: the explorer and its gotos saw two
+        games)."""
 
     def _screen(self) -> np.ndarray:
         if self._loading_until is not None:
-            return self.renderer.loading(self.clock())
+            return self.renderer.loading(self.clock() - self._born)
         if self.unknown:
             return self.renderer.unknown(self._unknown_variant)
         now = self.clock()

@@ -175,3 +175,24 @@ def test_a_timer_counts_down_from_its_start_whatever_the_clock_origin(tmp_path, 
         now[0] = origin + moment
         looks.append(game.frame()[y1:y2, x1:x2].copy())
     assert all(np.abs(a.astype(int) - b).max() > 0 for a, b in zip(looks, looks[1:]))
+
+
+def test_a_loading_screen_draws_on_the_game_age_whatever_the_clock_origin(tmp_path):
+    """The loading bar, too, is drawn at the game's age: a run at any clock origin shows the same loading screen at
+    the same moment of the game (before, its phase followed the machine's uptime)."""
+    folder = generate(1, tmp_path / "g")
+    graph, style = load_graph(folder).resolve(), load_style(folder)
+    assert style.loading_bar is not None
+    looks = []
+    for origin in (1000.0, 250_000.3):
+        now = [origin]
+        game = StyledGame(graph, style, clock=lambda: now[0])
+        start = graph.page(graph.start_page)
+        link = next(l for l in start.links if (graph.page(l.to).loading or 0) > 0)
+        x1, y1, x2, y2 = game._buttons[link.action.button].click_area
+        now[0] = origin + 0.5
+        game.tap((x1 + x2) // 2, (y1 + y2) // 2)
+        now[0] = origin + 1.3
+        assert game.truth()["loading"]
+        looks.append(game.frame())
+    assert np.array_equal(looks[0], looks[1])
