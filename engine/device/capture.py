@@ -17,7 +17,9 @@
 Every method's bytes get the repairs raw frames get (shell warnings before the frame, CRLF damage) and the same
 checks (a frame cut short is a ConnectionLost worth a retry; output no decoder reads is a BadFrame). ``Capture``
 keeps the order the device uses (the stored pick of ``devices --bench`` first) and falls down it when a method
-cannot give a frame at all; a method that gave frames before and then fails raises, as raw did alone before.
+cannot give a frame at all; a method that gave frames before and then fails raises, as raw did alone before, until
+it has failed ``STRIKES`` times in a row (a device that broke it: an emulator update, a gzip gone), when it too is
+dropped and the next method is tried.
 Lossy or APK-based methods (minicap, scrcpy, DroidCast) and Windows-only emulator libraries (MuMu's nemu_ipc,
 LDPlayer's ldopengl) are left out on purpose (docs/guide/capture.md says why).
 """
@@ -44,6 +46,8 @@ MAX_INFLATED = 10_000 * 10_000 * 4 + 64
 """The most a gzip frame may inflate to (the largest frame decode_raw accepts): a bomb stops here."""
 NC_WAIT = 3
 """nc's own -w: seconds it may take to connect (MaaFramework's RawByNetcat uses 3)."""
+STRIKES = 3
+"""Failures in a row after which a method that gave frames before is dropped from the order like one that never did."""
 FORWARD_PORT = 27183
 """The device port ``nc -l`` listens on when nc goes through adb forward (any port the device leaves free)."""
 
@@ -55,7 +59,10 @@ class Capture:
         self.device = device
         self.order: list[str] = list(DEFAULT_ORDER)
         self.worked: set[str] = set()
-        """Methods that gave a frame on this device: their later failures raise instead of falling down."""
+        """Methods that gave a frame on this device: their later failures raise instead of falling down (until
+        ``STRIKES`` of them in a row)."""
+        self.strikes: dict[str, int] = {}
+        """Failures in a row of each method that worked before."""
         self.failed: list[str] = []
         """Methods dropped from the order (no frame at all), for health and the stored pick."""
         self._listener: socket.socket | None = None
@@ -84,11 +91,14 @@ class Capture:
                 frame = self.once(method)
             except BadFrame as exc:
                 # a method that gave frames before and fails now raises (a connection's trouble is retried by the
-                # policy as a ConnectionLost or DeviceTimeout, never as this); one that never gave a frame here
-                # is this device's lack: the next method is tried
-                if method in self.worked or method == self.order[-1]:
+                # policy as a ConnectionLost or DeviceTimeout, never as this) until it has failed STRIKES times in
+                # a row; one that never gave a frame here is this device's lack: the next method is tried
+                if method in self.worked:
+                    self.strikes[method] = self.strikes.get(method, 0) + 1
+                if method == self.order[-1] or 0 < self.strikes.get(method, 0) < STRIKES:
                     raise
-                log.info("capture %s unusable on %s (%s); trying the next method", method, self.device.serial, exc)
+                log.warning("capture %s unusable on %s (%s); trying the next method", method, self.device.serial,
+                            exc)
                 self.order.remove(method)
                 self.failed.append(method)
                 if self.on_fail is not None:
@@ -96,6 +106,7 @@ class Capture:
                 last = exc
                 continue
             self.worked.add(method)
+            self.strikes[method] = 0
             return frame
         raise last or BadFrame("no capture method is left", serial=self.device.serial)
 

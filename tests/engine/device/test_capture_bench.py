@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.core.errors import BadFrame
 from engine.device import bench, open_device
 from engine.device.adb import AdbDevice
-from engine.device.capture import METHODS
+from engine.device.capture import METHODS, STRIKES
 from engine.sim import FakeAdbServer, SimGame
 from engine.sim.adbd import AdbdServer
 from engine.sim.scenario import Scenario
@@ -44,7 +45,6 @@ def test_every_method_gives_raws_frame(tiny_graph, fast_policies):
 
 
 def test_nc_goes_through_adb_forward_where_reverse_is_refused(tiny_graph, fast_policies, monkeypatch):
-    from engine.core.errors import BadFrame
     from engine.device.capture import Capture
 
     def refused(self):
@@ -71,6 +71,30 @@ def test_a_method_the_device_lacks_falls_down_the_list(tiny_graph, fast_policies
         dropped = []
         device.capture.on_fail = dropped.append
         device.capture.prefer("gzip", "raw")
+        assert np.array_equal(device.screenshot(), game.frame())
+        assert device.screenshot_method == "raw" and dropped == ["gzip"]
+
+
+def test_a_method_that_worked_and_then_keeps_failing_falls_down_the_list_too(tiny_graph, fast_policies, monkeypatch):
+    """A pick that gave frames and then broke (an emulator update took gzip away) raises its first failures, as a
+    passing fault would, and after STRIKES in a row is dropped like a method the device never had: the stored
+    pick is marked failed (measured again at the next open) and the frames come by the next method."""
+    game = SimGame(tiny_graph, seed=1)
+    with FakeAdbServer({"sim-0": game}) as server:
+        device = AdbDevice("sim-0", host="127.0.0.1", port=server.port, policies=fast_policies, sleep=lambda s: 0)
+        real, broken = device._exec, []
+        monkeypatch.setattr(device, "_exec", lambda c: b"/system/bin/sh: gzip: not found\n" if "gzip" in c and broken
+                            else real(c))
+        dropped = []
+        device.capture.on_fail = dropped.append
+        device.capture.prefer("gzip", "raw")
+        device.screenshot()
+        assert device.screenshot_method == "gzip"
+        broken.append(True)
+        for _ in range(STRIKES - 1):
+            with pytest.raises(BadFrame):
+                device.screenshot()
+        assert dropped == []
         assert np.array_equal(device.screenshot(), game.frame())
         assert device.screenshot_method == "raw" and dropped == ["gzip"]
 
