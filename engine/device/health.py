@@ -62,6 +62,8 @@ class Health:
     def describe(self) -> str:
         """One human sentence."""
         if self.ok:
-            return f"device {self.serial} is healthy ({self.latency_ms:.0f} ms)"
+            how = f"; frames by {self.screenshot_method}" if self.screenshot_method else ""
+            why = f" ({self.capture_note})" if self.screenshot_method and self.capture_note else ""
+            return f"device {self.serial} is healthy ({self.latency_ms:.0f} ms{how}{why})"
         detail = f": {self.error}" if self.error else ""
         return f"device {self.serial} is not healthy ({self.status}{detail}); {self.suggestion}"

@@ -126,6 +126,7 @@ def test_the_pick_is_stored_used_and_measured_again_after_a_reboot_or_a_failure(
         assert device.screenshot_method == "png"
         health = device.health()
         assert health.screenshot_method == "png" and "stored pick png" in health.capture_note
+        assert "frames by png" in health.describe() and "stored pick png" in health.describe()  # health's text
         device.close()
         entry = bench.stored("sim-0")
         assert bench.stale(entry, entry["booted_at"]) is None
