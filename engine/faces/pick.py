@@ -38,7 +38,9 @@ def resolve_serial(args: argparse.Namespace) -> None:
     usable = found.usable
     if not usable:
         args.serial = None
-        print(f"device: no device found ({found.elapsed_ms:.0f} ms scan); using the built-in simulator "
+        server = found.server or {}
+        why = "" if server.get("running") else f", no ADB server at {server.get('address')} (none was started)"
+        print(f"device: no device found ({found.elapsed_ms:.0f} ms scan{why}); using the built-in simulator "
               "(`python -m engine devices` says what was looked at)", file=sys.stderr)
         return
     if len(usable) > 1:

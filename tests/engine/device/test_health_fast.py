@@ -62,6 +62,16 @@ def test_the_engines_own_server_gone(env, tmp_path, dead_port):
     _check(env, "(pid 4242) is gone")
 
 
+def test_with_no_serial_and_no_server_it_says_so_and_starts_none(env, dead_port):
+    """Bare ``health`` (no serial: the scan picks) with no ADB server says there is none at the address it looked
+    at and answers on the built-in simulator, starting no server (the scan probes the emulators' ports itself). Its
+    time is the simulator's session (a graph loaded, an observer built), not a server's start: not bounded here."""
+    _, done = _run(["health", "--json"], {**env, "ENGINE_ADB": "adb"})
+    assert f"no ADB server at 127.0.0.1:{dead_port} (none was started)" in done.stderr, done.stderr
+    assert "built-in simulator" in done.stderr and json.loads(done.stdout)["ok"] is True
+    assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "none"
+
+
 def test_the_sentences_in_process(dead_port, hung_server, closing_server, tmp_path, monkeypatch):
     monkeypatch.setenv("ENGINE_HOME", str(tmp_path))
     monkeypatch.setenv("ENGINE_ADB", "/bin/false")
