@@ -4,8 +4,8 @@ benchmark's times, ratios and same-run baselines.
 Speed assertions in benchmarks/ compare with a baseline measured in the same run (timed in alternation with ours) or
 are a policy bound with ample headroom; absolute times are measured, printed and written here, never a pass/fail
 line, because the machines differ two-fold and are shared. The file is ``benchmarks/results/<run>.json``
-(``$BENCH_RESULTS_DIR`` moves the folder), where ``<run>`` is the UTC start time; benchmarks/README.md names the run
-and machine each of its numbers came from.
+(``$BENCH_RESULTS_DIR`` moves the folder), where ``<run>`` is the UTC start time; the pages of docs/benchmarks/ name the
+run and machine each of their numbers came from.
 
 A test adds figures of its own (beyond pytest-benchmark's statistics and ``extra_info``) with the ``figures``
 fixture: ``figures.add("ocr_ms", 10.6, kind="absolute")``; kinds are absolute, ratio, baseline, count and spread (the

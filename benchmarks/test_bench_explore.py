@@ -1,4 +1,4 @@
-"""The explorer against the ground truth (issue 37, point 5; see benchmarks/README.md, "Exploring").
+"""The explorer against the ground truth (issue 37, point 5; see docs/benchmarks/explore.md).
 
 Each case explores a simulator of a known graph through ``python -m engine explore`` (a process of its own, over the
 simulator's ADB server, so it sees nothing but pixels), then scores the draft with benchmarks.explore_score: pages,

@@ -11,7 +11,7 @@ The naive navigator is written here: for each hop of the planned route, tap, sle
 sleep; tap again after NAIVE_RETAP_LOOKS looks that still show the source page).
 
 CI runs ROUNDTRIP_GOTOS gotos per profile (default 6); `ROUNDTRIP_GOTOS=60` gives the numbers in
-benchmarks/README.md.
+docs/benchmarks/roundtrips.md.
 """
 
 from __future__ import annotations

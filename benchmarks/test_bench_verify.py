@@ -1,4 +1,4 @@
-"""Verification latency and memory on 2 cores (see benchmarks/README.md for the table and how to run).
+"""Verification latency and memory on 2 cores (see docs/benchmarks/verify.md for the table and how to run).
 
 Asserted, each against a baseline timed in alternation with ours in the same run (so a busy machine slows both
 alike): verifying the expected page at most 0.75 of the naive way (the whole frame converted to gray, then the same

@@ -177,7 +177,7 @@ def test_pause_resume_and_run_now_act_by_host(db_url):
 
 def test_two_hosts_on_postgresql_with_a_kill_mid_run_miss_nothing_and_claim_nothing_twice(postgres):
     """The short CI form of `schedule simulate --db URL --hosts H` (the long form, 2 days with 3 hosts x 2 devices:
-    benchmarks/README.md)."""
+    docs/benchmarks/fleet.md)."""
     from engine.runtime.schedsim import simulate
 
     report = simulate(days=0.03, seed=5, devices=2, hosts=2, kills=1, db=postgres.new_database(),
