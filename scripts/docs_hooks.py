@@ -40,13 +40,17 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR") or HERE.parent / "benchmarks" / "results")
+REFERENCE = HERE.parent / "benchmarks" / "reference-run.json"
+"""One whole run of `python -m pytest benchmarks` (the CI forms) from a fresh clone, committed, so a site built
+anywhere shows measured figures; a run on the building machine comes first (benchmarks/README.md: refreshing it)."""
 FIGURES_TITLE = "## Figures of the last run here"
 
 
-def last_run_figures(test_file: str, results: Path = RESULTS) -> str:
-    """Markdown: the figures the newest run of `test_file` wrote (run, commit, machine, then one row a figure)."""
+def last_run_figures(test_file: str, results: Path = RESULTS, reference: Path = REFERENCE) -> str:
+    """Markdown: the figures the newest run of `test_file` wrote (run, commit, machine, then one row a figure): a
+    run on this machine (`results`), else the committed reference run."""
     runs = sorted(results.glob("*.json"), reverse=True) if results.is_dir() else []
-    for path in runs:
+    for path in runs + ([reference] if reference.is_file() else []):
         try:
             run = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -57,9 +61,10 @@ def last_run_figures(test_file: str, results: Path = RESULTS) -> str:
             continue
         machine = run.get("machine") or {}
         load = machine.get("load_average_at_start")
+        where = (f"the committed reference run `benchmarks/{path.name}` (a run here replaces it)" if path == reference
+                 else f"`benchmarks/results/{path.name}`")
         lines = [f"Run `{run.get('run', path.stem)}` (commit {run.get('commit')}, {machine.get('cpu')}, "
-                 f"{machine.get('cores')} cores, load {load[0] if load else '?'} at its start), from "
-                 f"`benchmarks/results/{path.name}`:", "",
+                 f"{machine.get('cores')} cores, load {load[0] if load else '?'} at its start), from {where}:", "",
                  "| test | figure | value | kind |", "|---|---|---:|---|"]
         for node, values in figures.items():
             test = node.split("::", 1)[1]
@@ -68,8 +73,8 @@ def last_run_figures(test_file: str, results: Path = RESULTS) -> str:
                 shown = f"{value:.4g}" if isinstance(value, float) else str(value)
                 lines.append(f"| `{test}` | `{name}` | {shown} {figure.get('unit') or ''} | {figure.get('kind')} |")
         return "\n".join(lines)
-    return (f"No run of `benchmarks/{test_file}` has written its figures on the machine that built this page "
-            "(`benchmarks/results/` is not committed): run the command at the top and build the site again.")
+    return (f"No run of `benchmarks/{test_file}` has written its figures on the machine that built this page, and "
+            "the committed reference run has none: run the command at the top and build the site again.")
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:

@@ -3,6 +3,7 @@ nothing from the internet, and the README stays a landing whose test command is 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -47,3 +48,33 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert install == "python -m pip install -c constraints.txt . && python -m engine goto page_commission"
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("python -m pip")]
     assert ci == [test]
+
+
+def _hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" / "docs_hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_benchmark_page_shows_measured_figures_on_a_fresh_clone(tmp_path):
+    """With no run on the building machine (a fresh clone: benchmarks/results/ is not committed), each benchmark
+    page's figures come from the committed reference run; a run on the machine comes first."""
+    hooks = _hooks()
+    run = json.loads(hooks.REFERENCE.read_text())
+    measured = {node.split("::")[0][len("benchmarks/"):] for node, values in run["figures"].items() if values}
+    pages = {page.name: re.search(r"benchmarks/(test_\w+\.py)", page.read_text())
+             for page in sorted((ROOT / "docs" / "benchmarks").glob("*.md"))}
+    shown = {name: hooks.last_run_figures(found.group(1), results=tmp_path / "none")
+             for name, found in pages.items() if found and found.group(1) in measured}
+    assert len(shown) >= 8, sorted(shown)  # the benchmarks that write figures (the figures fixture)
+    assert all("committed reference run" in text and "| `" in text for text in shown.values()), shown
+    mine = tmp_path / "results"
+    mine.mkdir()
+    run = json.loads(hooks.REFERENCE.read_text())
+    run["run"] = "mine"
+    (mine / "9999-mine.json").write_text(json.dumps(run))
+    test_file = next(node.split("::")[0][len("benchmarks/"):] for node in run["figures"])
+    assert "Run `mine`" in hooks.last_run_figures(test_file, results=mine)
