@@ -5,7 +5,9 @@ never in docs/, so a change of a parser's help or a model's description shows at
 hand-written can drift from the code.
 
 Each benchmark page ends with the figures of the last run of its benchmark on the machine that builds the site, read
-from the JSON every run writes (benchmarks/results/<run>.json, benchmarks/conftest.py), never copied by hand.
+from the JSON every run writes (benchmarks/results/<run>.json, benchmarks/conftest.py: the ``figures`` fixture's and
+pytest-benchmark's ``extra_info``), else from the committed reference run (benchmarks/reference-run.json), never
+copied by hand.
 """
 
 from __future__ import annotations
@@ -55,8 +57,7 @@ def last_run_figures(test_file: str, results: Path = RESULTS, reference: Path = 
             run = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        figures = {node: values for node, values in (run.get("figures") or {}).items()
-                   if node.split("::")[0] == f"benchmarks/{test_file}" and values}
+        figures = _rows(run, f"benchmarks/{test_file}")
         if not figures:
             continue
         machine = run.get("machine") or {}
@@ -70,11 +71,34 @@ def last_run_figures(test_file: str, results: Path = RESULTS, reference: Path = 
             test = node.split("::", 1)[1]
             for name, figure in values.items():
                 value = figure.get("value")
-                shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+                shown = (f"{value:.4g}" if isinstance(value, float) else str(value)).replace("|", "\\|")
                 lines.append(f"| `{test}` | `{name}` | {shown} {figure.get('unit') or ''} | {figure.get('kind')} |")
         return "\n".join(lines)
     return (f"No run of `benchmarks/{test_file}` has written its figures on the machine that built this page, and "
             "the committed reference run has none: run the command at the top and build the site again.")
+
+
+def _rows(run: dict, prefix: str) -> dict[str, dict[str, dict]]:
+    """Each test's figures in `run` for the file `prefix`: the ``figures`` fixture's, then what a pytest-benchmark
+    test recorded (its ``extra_info`` and its median time), as figure rows."""
+    rows: dict[str, dict[str, dict]] = {}
+    for node, values in (run.get("figures") or {}).items():
+        if node.split("::")[0] == prefix and values:
+            rows[node] = dict(values)
+    for node, stats in (run.get("benchmarks") or {}).items():
+        if node.split("::")[0] != prefix or not isinstance(stats, dict):
+            continue
+        into = rows.setdefault(node, {})
+        for name, value in (stats.get("extra_info") or {}).items():
+            parts = value.items() if isinstance(value, dict) else [(None, value)]  # one level of nesting unfolded
+            for part, inner in parts:
+                if isinstance(inner, (dict, list)):
+                    inner = json.dumps(inner, separators=(", ", ": "), default=str)
+                    inner = inner if len(inner) <= 90 else inner[:87] + "..."
+                into.setdefault(f"{name}.{part}" if part else name, {"value": inner, "unit": "", "kind": "recorded"})
+        if stats.get("median_ms") is not None:
+            into.setdefault("median_ms", {"value": stats["median_ms"], "unit": "ms", "kind": "absolute"})
+    return rows
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
