@@ -187,7 +187,7 @@ def _timed(fn, *args) -> float:
 
 
 @pytest.mark.benchmark
-def test_classify_all_against_maafw(rig, capsys):
+def test_classify_all_against_maafw(rig, capsys, figures):
     graph, observer, frames, checks, tasker, controller = rig
     ours_all, maa_all, ours_one, maa_one, maa_node = [], [], [], [], []
     page = graph.pages[0].name
@@ -210,4 +210,8 @@ def test_classify_all_against_maafw(rig, capsys):
               f"{_p50_ms(ours_one):.3f} ms, maafw post_recognition {_p50_ms(maa_one):.3f} ms, maafw pipeline node "
               f"(post_task, screencap by CustomController) {_p50_ms(maa_node):.3f} ms; maafw per template in "
               f"classify-all {_p50_ms(maa_all) / len(checks):.3f} ms")
+    for name, times in (("classify_all_ours", ours_all), ("classify_all_maafw", maa_all), ("one_match_ours", ours_one),
+                        ("one_match_maafw", maa_one), ("pipeline_node_maafw", maa_node)):
+        figures.add(f"{name}_p50", _p50_ms(times))
+    figures.add("classify_all_ratio", ratio, unit="", kind="ratio")
     assert ratio <= 0.5  # timed in alternation with maafw's, frame by frame; the absolute times are printed above

@@ -118,7 +118,7 @@ def run_profile(name: str, graph, assets, observer, routes: list[str]) -> dict:
 
 
 @pytest.mark.soak
-def test_round_trips_per_hop_engine_against_naive(capsys):
+def test_round_trips_per_hop_engine_against_naive(capsys, figures):
     graph = load_graph().resolve("en")
     assets = SyntheticAssets(graph)
     observer = Observer(graph, assets)
@@ -136,6 +136,12 @@ def test_round_trips_per_hop_engine_against_naive(capsys):
                   f"{e['device_s_per_goto']:.2f} s/goto | naive {n['screenshots_per_hop']:.2f} shots/hop "
                   f"{n['taps_per_hop']:.2f} taps/hop {n['device_s_per_goto']:.2f} s/goto | ratio {r['ratio']:.2f} "
                   f"| real s/goto {e['real_s_per_goto']:.3f} / {n['real_s_per_goto']:.3f}")
+    for name, r in results.items():
+        for who in ("engine", "naive"):
+            for key in ("screenshots_per_hop", "taps_per_hop"):
+                figures.add(f"{name}_{who}_{key}", r[who][key], unit="", kind="count")
+            figures.add(f"{name}_{who}_device_s_per_goto", r[who]["device_s_per_goto"], unit="s", kind="absolute")
+        figures.add(f"{name}_ratio", r["ratio"], unit="", kind="ratio")
     assert results["quiet"]["engine"]["screenshots_per_hop"] <= 1.05
     assert results["emulator_adb"]["ratio"] <= 0.6
     for r in results.values():
