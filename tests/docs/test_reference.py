@@ -4,20 +4,12 @@ meaning. A new option or field without one fails here, with its name."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def reference():
-    spec = importlib.util.spec_from_file_location("docs_reference", ROOT / "scripts" / "docs_reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def reference(load_script):
+    return load_script("docs_reference")
 
 
 def test_every_command_and_option_has_help(reference):

@@ -50,19 +50,10 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert ci == [test]
 
 
-def _hooks():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" / "docs_hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_every_benchmark_page_shows_measured_figures_on_a_fresh_clone(tmp_path):
+def test_every_benchmark_page_shows_measured_figures_on_a_fresh_clone(tmp_path, load_script):
     """With no run on the building machine (a fresh clone: benchmarks/results/ is not committed), each benchmark
     page's figures come from the committed reference run; a run on the machine comes first."""
-    hooks = _hooks()
+    hooks = load_script("docs_hooks")
     run = json.loads(hooks.REFERENCE.read_text())
     nodes = [node for node, values in run["figures"].items() if values] + list(run["benchmarks"])
     measured = {node.split("::")[0][len("benchmarks/"):] for node in nodes}  # figures, and pytest-benchmark's rows
