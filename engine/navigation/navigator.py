@@ -42,7 +42,7 @@ from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.core.stuck import Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import explain, first_link, popup_stuck, recover, swallowed, uncover
+from engine.navigation.recovery import explain, first_link, landed, popup_stuck, recover, swallowed, uncover
 from engine.navigation.routes import canonical_page, home_buttons
 from engine.navigation.search import SHOWING_TRIES, Dialogs
 
@@ -140,6 +140,7 @@ class Navigator:
         self._looked_at: int | None = None  # the action count at the last look
         self._clean: tuple[str, np.ndarray, int] | None = None  # a page's frame, clean if an action leaves the page
         self.home_buttons, self.learner, self.dialogs = home_buttons(graph), learner, Dialogs(search)
+        self.misled: dict[tuple[str, str, str], int] = {}  # hops per link that showed an unknown screen (recovery)
 
     belief = property(lambda self: self.machine.belief)
 
@@ -287,8 +288,9 @@ class Navigator:
         settings = self.graph.settings(self.graph.page(course.expected), link)
         course.waiting_until = ctx.clock() + max(SETTLE_S, settings.loading or 0.0)
         self._take(ctx, link, obs)
-        return swallowed(self, ctx, course, self._settle(ctx, course.expected, source, course.waiting_until),
-                         source, SETTLE_S)
+        after = self._settle(ctx, course.expected, source, course.waiting_until)
+        landed(self, ctx, source, link, after)
+        return swallowed(self, ctx, course, after, source, SETTLE_S)
 
     def _believe(self, verdict: Verdict, obs: Observation, expected: str | None) -> None:
         """A known page was seen: what was seen wins over what was believed."""

@@ -9,7 +9,8 @@ reactions a showing) and the whole by the goto's deadline. The rung that closed 
 are a ``dialog_closed`` step (the goto's ``data.dialogs_closed`` and its transcript). A known page that swallows the
 navigator's taps (two hops in a row that change nothing on the screen: something the graph does not know covers it)
 goes to the model at once. A page the graph knows no way out of toward the target (a draft's dead end) restarts the
-game when a route leads from the start page (``first_link``). A dialog that comes back after the model's answer closed it is escalated again, up to
+game when a route leads from the start page (``first_link``); a link that twice led to a screen the graph cannot
+name is avoided while another route exists (``landed``). A dialog that comes back after the model's answer closed it is escalated again, up to
 MAX_ESCALATIONS model questions per run.
 
 The model's answer is acted on only when it is safe: a popup the graph knows (dismissed by its own declared
@@ -39,6 +40,8 @@ MAX_UNCOVER = len(RUNGS) + MAX_ESCALATIONS
 """Reactions to one showing of a covered page (a dialog no popup names over it) before it counts as blocking."""
 MAX_RESTARTS = 2
 """Restarts of the game in one goto (a goto under chaos may meet a second dialog nothing else closes)."""
+MISLED = 2
+"""Hops through one link that showed a screen the graph cannot name before routes avoid that link (``landed``)."""
 
 
 def recover(nav: Any, ctx: RunContext, obs: Observation, ladder: int, settle_s: float) -> tuple[Observation, int]:
@@ -129,12 +132,12 @@ def restart(nav: Any, ctx: RunContext) -> bool:
 
 
 def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Link | None:
-    """The first link of the route from `page` to `target`. From a page the graph knows no way out of toward it (a
-    draft's dead end, a link its author left out) the game is restarted to its start page, as the ladder's last rung
-    (MAX_RESTARTS a goto), when a route leads from there: None, look again. Raises NoRoute when none does or no
-    restart is left."""
+    """The first link of the route from `page` to `target`, avoiding links that misled (`landed`) while another
+    route exists. From a page the graph knows no way out of toward it (a draft's dead end, a link its author left
+    out) the game is restarted to its start page, as the ladder's last rung (MAX_RESTARTS a goto), when a route leads
+    from there: None, look again. Raises NoRoute when none does or no restart is left."""
     try:
-        hops = plan_route(nav.graph, page, target).hops
+        hops = _plan(nav, page, target).hops
     except NoRoute:
         start = nav.graph.start_page
         if not start or start == page or not _routed(nav, start, target) or not restart(nav, ctx):
@@ -144,6 +147,31 @@ def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Link | None
     if not hops:
         raise NavigationError(f"no hop from {page} to {target}", page=page)
     return hops[0].link
+
+
+def landed(nav: Any, ctx: RunContext, source: str, link: Link, obs: Observation) -> None:
+    """After a hop settled: one that showed a screen the graph cannot name (nothing loading, no popup) counts
+    against its link in ``nav.misled`` (a draft's link that leads to a page the explorer never drew, or one the
+    author left out); one that arrived clears its count. From MISLED counts on, routes avoid the link while another
+    route exists (generated game 1's draft: the ladder's back key returned to the link's page and the same tap was
+    planned again, goto after goto)."""
+    key = (source, link.to, repr(link.action))
+    if obs.page == link.to:
+        nav.misled.pop(key, None)
+    elif _unknown(obs):
+        nav.misled[key] = nav.misled.get(key, 0) + 1
+        ctx.record("misled", source=source, to=link.to, times=nav.misled[key])
+
+
+def _plan(nav: Any, page: str, target: str) -> Any:
+    misled = {key for key, times in nav.misled.items() if times >= MISLED}
+    if misled:
+        try:
+            return plan_route(nav.graph, page, target,
+                              avoid=lambda hop: (hop.from_page, hop.to, repr(hop.link.action)) in misled)
+        except NoRoute:
+            pass
+    return plan_route(nav.graph, page, target)
 
 
 def _routed(nav: Any, src: str, dst: str) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import threading
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from engine.config.schema import Graph, Link, TapAction
 from engine.core.errors import NoRoute, UnknownPage
@@ -132,8 +132,9 @@ def neighbours(graph: Graph, page: str) -> list[Hop]:
     return list(adjacency.all_out[page])
 
 
-def plan_route(graph: Graph, src: str, dst: str) -> Route:
-    """The cheapest route from `src` to `dst` (empty when they are the same page).
+def plan_route(graph: Graph, src: str, dst: str, avoid: Callable[[Hop], bool] | None = None) -> Route:
+    """The cheapest route from `src` to `dst` (empty when they are the same page), taking no hop that `avoid` names
+    (the navigator's links that led where the graph cannot name, engine.navigation.recovery.first_link).
 
     Raises:
         UnknownPage: either name is not a page of the graph (with the closest names as suggestions).
@@ -160,7 +161,7 @@ def plan_route(graph: Graph, src: str, dst: str) -> Route:
         if page == dst:
             break
         cost, hops, pages = label
-        for hop in adjacency.out[page]:
+        for hop in adjacency.out[page] if avoid is None else _cheapest(adjacency.all_out[page], avoid):
             if hop.to in done:
                 continue
             candidate = (cost + hop.cost, hops + 1, pages + (hop.to,))
@@ -177,6 +178,16 @@ def plan_route(graph: Graph, src: str, dst: str) -> Route:
         hops_back.append(hop)
         page = hop.from_page
     return Route(src, dst, tuple(reversed(hops_back)))
+
+
+def _cheapest(hops: list[Hop], avoid: Callable[[Hop], bool]) -> list[Hop]:
+    """The cheapest hop per destination among those not avoided (the first declared on a tie), as _Adjacency.out."""
+    best: dict[str, Hop] = {}
+    for hop in hops:
+        if not avoid(hop) and (hop.to not in best or hop.cost < best[hop.to].cost):
+            best[hop.to] = hop
+    return sorted(best.values(), key=lambda hop: hop.to)
+
 
 def canonical_page(graph: Graph, name: str) -> str:
     """`name` as the graph spells it: a `page_` prefix may be left out (`shop` = `page_shop`)."""

@@ -1,0 +1,95 @@
+"""A link that leads somewhere the graph never drew (issue 45's class b): routes avoid it while another route exists.
+
+An explorer's draft misses pages, and a draft link may name the wrong destination: the tap is taken, the screen is
+one the graph cannot name, the ladder's back key returns to the link's page, and the same link was planned again,
+goto after goto (generated game 1's long-form draft, quiet: 27 of 200 gotos arrived). The tests below play the
+tower game (tests/data/graphs/tower) in the simulator while the session holds a copy that never drew page_armory and
+says lobby's NEXT button leads to page_map (it leads to the armory), the cheapest way there: the way that holds is
+the back key twice (lobby -> guild -> map).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.config.loader import load_graph
+from engine.navigation import recovery
+from engine.runtime.session import open_session
+from engine.sim import start_embedded
+from tests.engine.sim.conftest import FakeClock
+
+TOWER = Path(__file__).resolve().parents[1] / "data" / "graphs" / "tower"
+
+
+def _draft_without_armory(folder: Path) -> Path:
+    shutil.copytree(TOWER, folder)
+    pages_file = folder / "pages.yaml"
+    data = yaml.safe_load(pages_file.read_text())
+    pages = [p for p in data["pages"] if p["name"] != "page_armory"]
+    for page in pages:
+        links = page.get("links", [])
+        if page["name"] == "page_lobby":  # the draft's mistake: NEXT on the lobby is said to lead to the map
+            links = [dict(link, to="page_map", cost=0.5) if link["action"].get("button") == "NAV_NEXT" else link
+                     for link in links]
+        links = [link for link in links if link["to"] != "page_armory"]
+        if "links" in page:
+            page["links"] = links
+    pages_file.write_text(yaml.safe_dump({"pages": pages}, sort_keys=False))
+    return folder
+
+
+@pytest.fixture
+def tower_draft(tmp_path):
+    """(session on the draft, game): the simulator plays the whole tower; every wait moves a fake clock."""
+    clock, pack = FakeClock(), tmp_path / "pack"  # the tower draws no templates: an empty asset pack
+    pack.mkdir()
+    with start_embedded(load_graph(TOWER).resolve(), clock=clock) as sim:
+        session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port,
+                               graph_dir=_draft_without_armory(tmp_path / "draft"), assets=pack, clock=clock,
+                               sleep=clock.sleep)
+        try:
+            yield session, sim.game
+        finally:
+            session.close()
+
+
+def _next_taps_on_lobby(steps) -> int:
+    return sum(1 for s in steps if s["kind"] == "action" and s["source"] == "page_lobby"
+               and s["action"].get("button") == "NAV_NEXT")
+
+
+def test_a_link_that_twice_led_to_an_unknown_screen_is_avoided(tower_draft):
+    session, game = tower_draft
+    assert session.tools.alas_goto("page_lobby").ok
+    taken = 0
+    for _ in range(3):
+        result = session.tools.alas_goto("page_map")
+        truth = game.truth()
+        assert result.ok and truth["page"] == "page_map", (result.status, result.text, truth)
+        taken += _next_taps_on_lobby(session.tools.last_run.steps)
+        assert session.tools.alas_goto("page_lobby").ok
+    assert taken == recovery.MISLED  # tried until it misled MISLED times, then never again
+    misled = [s for s in session.tools.last_run.steps if s["kind"] == "misled"]
+    assert not misled  # the last gotos did not take it at all
+
+
+def test_a_misleading_link_is_still_taken_when_no_other_route_exists(tower_draft):
+    """Avoiding is a preference: with the back key's way off too, the misleading link is the only route left and
+    is planned again (the goto then fails honestly: the draft is wrong), never NoRoute for a page the graph links."""
+    session, _ = tower_draft
+    navigator = session.navigator
+
+    def key(page: str, to: str) -> tuple[str, str, str]:
+        link = next(lk for lk in session.graph.page(page).links if lk.to == to)
+        return page, to, repr(link.action)
+
+    navigator.misled[key("page_lobby", "page_map")] = recovery.MISLED
+    around = recovery._plan(navigator, "page_lobby", "page_map")
+    assert [h.link.action.type for h in around.hops] == ["key", "key"]  # lobby -back-> guild -back-> map
+    navigator.misled[key("page_guild", "page_map")] = recovery.MISLED
+    only = recovery._plan(navigator, "page_lobby", "page_map")
+    assert [(h.from_page, h.link.action.type) for h in only.hops] == [("page_lobby", "tap")]
