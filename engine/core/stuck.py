@@ -120,6 +120,12 @@ class Detectors:
         return 0.0 if last is None else max(0.0, last + settle_s - now)
 
 
+STILL_S = 2.0
+"""How long a screen nobody names must stay still, after a hop through a link that led to one before, to end the
+hop's wait (Settling.still_s): the explorer writes allowances of 15 s for links through loading screens, and two
+such waits on a page the draft never drew spent a goto's 30 s before the ladder was reached."""
+
+
 def same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two frames are identical: a sparse sample first (changed frames differ there at once), then all
     pixels (0.15 ms, against 1-10 ms for the scan it saves)."""
@@ -138,6 +144,9 @@ class Settling:
     """
 
     source: str | None
+    still_s: float | None = None
+    """When set (a hop through a link that led to a screen nobody names before), such a screen that stays still this
+    long after the frame moved ends the wait too: it is no loading screen (those the observer names, or they move)."""
     changing: bool = False  # the last look's frame differed from the look before it
     done: bool = False
     moved: bool = False
@@ -145,12 +154,17 @@ class Settling:
     the same pixels are the same screen, whatever a look with other candidates calls them (generated game 4: the
     first look after a tap got the very pixels of a cross-fade half done and named them a third page)."""
 
-    def see(self, page: str | None, popups: bool, passing: bool, changed: bool) -> bool:
-        """One look: its page, whether it shows popups, whether it is a passing screen (loading or black), and
-        whether its frame differs from the previous look's. True when the hop has settled."""
+    still_since: float | None = None  # when the frame last changed, while an unknown screen is seen
+
+    def see(self, page: str | None, popups: bool, passing: bool, changed: bool, now: float = 0.0) -> bool:
+        """One look: its page, whether it shows popups, whether it is a passing screen (loading or black), whether
+        its frame differs from the previous look's, and when it was taken. True when the hop has settled."""
         self.changing = changed
         self.moved = self.moved or changed
         self.done = not passing and (popups or self.moved and page not in (None, self.source))
+        if self.still_s is not None and self.moved and page is None and not (passing or popups):
+            self.still_since = now if changed or self.still_since is None else self.still_since
+            self.done = now - self.still_since >= self.still_s
         return self.done
 
     def wait(self, ctx: Any, look: Callable[[], tuple[Any, bool]], *, within: float, first: float, most: float,
@@ -161,7 +175,7 @@ class Settling:
 
         def attempt() -> Any:
             obs, changed = look()
-            self.see(obs.page, bool(obs.popups), obs.loading or obs.black_frame, changed)
+            self.see(obs.page, bool(obs.popups), obs.loading or obs.black_frame, changed, ctx.clock())
             return obs
 
         obs = ctx.poll(attempt, until=lambda _: self.done, first=first, most=most, within=within)

@@ -39,10 +39,11 @@ from engine.core.errors import (
     UnknownPage,
 )
 from engine.core.results import Observation, Outcome, Verdict, closest
-from engine.core.stuck import Settling, same_pixels
+from engine.core.stuck import STILL_S, Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import explain, first_link, landed, popup_stuck, recover, swallowed, uncover
+from engine.navigation.recovery import (explain, first_link, landed, misled_before, popup_stuck, recover, swallowed,
+                                        uncover)
 from engine.navigation.routes import canonical_page, home_buttons
 from engine.navigation.search import SHOWING_TRIES, Dialogs
 
@@ -288,8 +289,9 @@ class Navigator:
         settings = self.graph.settings(self.graph.page(course.expected), link)
         course.waiting_until = ctx.clock() + max(SETTLE_S, settings.loading or 0.0)
         self._take(ctx, link, obs)
-        after = self._settle(ctx, course.expected, source, course.waiting_until)
-        landed(self, ctx, source, link, after)
+        after = self._settle(ctx, course.expected, source, course.waiting_until, misled_before(self, source, link))
+        if landed(self, ctx, source, link, after):
+            course.waiting_until = ctx.clock()  # a screen nobody names, not a page still loading: the ladder next
         return swallowed(self, ctx, course, after, source, SETTLE_S)
 
     def _believe(self, verdict: Verdict, obs: Observation, expected: str | None) -> None:
@@ -302,18 +304,19 @@ class Navigator:
         else:
             self.machine.relocalise(obs.page, obs.confidence)
 
-    def _settle(self, ctx: RunContext, expected: str, source: str, until: float) -> Observation:
-        """Look until the hop shows its effect or its allowance runs out (engine.core.stuck.Settling: a page change
-        still drawing is waited out up to CHANGE_S more, not tapped again). Looks are `near` (the expected page,
-        its neighbours, popups); one that ends with nothing recognised scans everything."""
+    def _settle(self, ctx: RunContext, expected: str, source: str, until: float, misled: bool) -> Observation:
+        """Look until the hop shows its effect or its allowance runs out (engine.core.stuck.Settling: a change still
+        drawing is waited out up to CHANGE_S more; after a link that `misled` before, an unknown screen still for
+        STILL_S ends it). Looks are `near` (the expected page, its neighbours, popups), the last one scans all."""
 
         def look() -> tuple[Observation, bool]:
             before = self.last_frame
             obs = self.look(ctx, expected=expected, near=True)
             return obs, before is None or self.last_frame is None or not same_pixels(before, self.last_frame)
 
-        obs = Settling(source).wait(ctx, look, within=max(0.0, until - ctx.clock()), first=POLL_S, most=MAX_POLL_S,
-                                    change_s=CHANGE_S)
+        settling = Settling(source, still_s=STILL_S if misled else None)
+        obs = settling.wait(ctx, look, within=max(0.0, until - ctx.clock()), first=POLL_S, most=MAX_POLL_S,
+                            change_s=CHANGE_S)
         if obs.page is None and not obs.popups and not obs.loading:
             obs = self.look(ctx, expected=expected)
         return obs

@@ -149,26 +149,36 @@ def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Link | None
     return hops[0].link
 
 
-def landed(nav: Any, ctx: RunContext, source: str, link: Link, obs: Observation) -> None:
+def landed(nav: Any, ctx: RunContext, source: str, link: Link, obs: Observation) -> bool:
     """After a hop settled: one that showed a screen the graph cannot name (nothing loading, no popup) counts
     against its link in ``nav.misled`` (a draft's link that leads to a page the explorer never drew, or one the
-    author left out); one that arrived clears its count. From MISLED counts on, routes avoid the link while another
-    route exists (generated game 1's draft: the ladder's back key returned to the link's page and the same tap was
-    planned again, goto after goto)."""
-    key = (source, link.to, repr(link.action))
+    author left out) and answers True; one that arrived clears its count. From MISLED counts on, routes avoid the link
+    while another route exists (generated game 1's draft: the ladder's back key returned to the link's page and the
+    same tap was planned again, goto after goto)."""
+    key = _link_key(source, link)
     if obs.page == link.to:
         nav.misled.pop(key, None)
     elif _unknown(obs):
         nav.misled[key] = nav.misled.get(key, 0) + 1
         ctx.record("misled", source=source, to=link.to, times=nav.misled[key])
+        return True
+    return False
+
+
+def misled_before(nav: Any, source: str, link: Link) -> bool:
+    """Whether a hop through `link` from `source` already showed a screen the graph cannot name (``landed``)."""
+    return _link_key(source, link) in nav.misled
+
+
+def _link_key(source: str, link: Link) -> tuple[str, str, str]:
+    return source, link.to, repr(link.action)
 
 
 def _plan(nav: Any, page: str, target: str) -> Any:
     misled = {key for key, times in nav.misled.items() if times >= MISLED}
     if misled:
         try:
-            return plan_route(nav.graph, page, target,
-                              avoid=lambda hop: (hop.from_page, hop.to, repr(hop.link.action)) in misled)
+            return plan_route(nav.graph, page, target, avoid=lambda hop: _link_key(hop.from_page, hop.link) in misled)
         except NoRoute:
             pass
     return plan_route(nav.graph, page, target)

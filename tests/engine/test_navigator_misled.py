@@ -25,12 +25,14 @@ from tests.engine.sim.conftest import FakeClock
 TOWER = Path(__file__).resolve().parents[1] / "data" / "graphs" / "tower"
 
 
-def _draft_without_armory(folder: Path) -> Path:
+def _draft_without_armory(folder: Path, map_loading: float | None = None) -> Path:
     shutil.copytree(TOWER, folder)
     pages_file = folder / "pages.yaml"
     data = yaml.safe_load(pages_file.read_text())
     pages = [p for p in data["pages"] if p["name"] != "page_armory"]
     for page in pages:
+        if page["name"] == "page_map" and map_loading is not None:
+            page["loading"] = map_loading
         links = page.get("links", [])
         if page["name"] == "page_lobby":  # the draft's mistake: NEXT on the lobby is said to lead to the map
             links = [dict(link, to="page_map", cost=0.5) if link["action"].get("button") == "NAV_NEXT" else link
@@ -42,15 +44,17 @@ def _draft_without_armory(folder: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def tower_draft(tmp_path):
-    """(session on the draft, game): the simulator plays the whole tower; every wait moves a fake clock."""
+@pytest.fixture(params=[None, 15.0], ids=["no_allowance", "loading_15s"])
+def tower_draft(request, tmp_path):
+    """(session on the draft, game): the simulator plays the whole tower; every wait moves a fake clock. With
+    loading_15s the draft gives page_map the loading allowance an explorer writes for a page behind a loading screen
+    (two such waits on the armory spent a goto's budget before the misleading link counted twice)."""
     clock, pack = FakeClock(), tmp_path / "pack"  # the tower draws no templates: an empty asset pack
     pack.mkdir()
     with start_embedded(load_graph(TOWER).resolve(), clock=clock) as sim:
         session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port,
-                               graph_dir=_draft_without_armory(tmp_path / "draft"), assets=pack, clock=clock,
-                               sleep=clock.sleep)
+                               graph_dir=_draft_without_armory(tmp_path / "draft", request.param), assets=pack,
+                               clock=clock, sleep=clock.sleep)
         try:
             yield session, sim.game
         finally:
