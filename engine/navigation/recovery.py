@@ -150,18 +150,19 @@ def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Link | None
 
 
 def landed(nav: Any, ctx: RunContext, source: str, link: Link, obs: Observation) -> bool:
-    """After a hop settled: one that showed a screen the graph cannot name (nothing loading, no popup) counts
-    against its link in ``nav.misled`` (a draft's link that leads to a page the explorer never drew, or one the
-    author left out) and answers True; one that arrived clears its count. From MISLED counts on, routes avoid the link
-    while another route exists (generated game 1's draft: the ladder's back key returned to the link's page and the
-    same tap was planned again, goto after goto)."""
+    """After a hop settled: one that showed a screen the graph cannot name (nothing loading, no popup), or another
+    page than its source and its destination with nothing over it, counts against its link in ``nav.misled`` (a
+    draft's link into a page the explorer never drew, a swipe between tabs drafted the wrong way round) and answers
+    True for the unknown screen; one that arrived clears its count. From MISLED counts on, routes avoid the link
+    while another route exists (generated game 1's draft: the ladder's back key returned to the link's page, or two
+    swipes each led to the other's source, and the same links were planned again, goto after goto)."""
     key = _link_key(source, link)
     if obs.page == link.to:
         nav.misled.pop(key, None)
-    elif _unknown(obs):
+    elif _unknown(obs) or obs.page not in (None, source) and not (obs.popups or obs.covered):
         nav.misled[key] = nav.misled.get(key, 0) + 1
-        ctx.record("misled", source=source, to=link.to, times=nav.misled[key])
-        return True
+        ctx.record("misled", source=source, to=link.to, times=nav.misled[key], observed=obs.page)
+        return obs.page is None
     return False
 
 

@@ -97,3 +97,38 @@ def test_a_misleading_link_is_still_taken_when_no_other_route_exists(tower_draft
     navigator.misled[key("page_guild", "page_map")] = recovery.MISLED
     only = recovery._plan(navigator, "page_lobby", "page_map")
     assert [(h.from_page, h.link.action.type) for h in only.hops] == [("page_lobby", "tap")]
+
+
+def _draft_with_a_wrong_cycle(folder: Path) -> Path:
+    """The whole tower, but lobby's NEXT and armory's back key both said to lead to page_map, the cheapest way there
+    (they lead to the armory and back to the lobby: each hop lands on a page the graph knows, not the one it names)."""
+    shutil.copytree(TOWER, folder)
+    pages_file = folder / "pages.yaml"
+    data = yaml.safe_load(pages_file.read_text())
+    wrong = {("page_lobby", "page_armory"), ("page_armory", "page_lobby")}
+    for page in data["pages"]:
+        page["links"] = [dict(link, to="page_map", cost=0.5) if (page["name"], link["to"]) in wrong else link
+                         for link in page.get("links", [])]
+    pages_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    return folder
+
+
+def test_links_that_twice_led_to_another_known_page_are_avoided(tmp_path):
+    """Generated game 1's draft: two tab swipes each drafted the wrong way round led to each other's source, and the
+    goto swiped back and forth until the click record called it stuck, goto after goto."""
+    clock, pack = FakeClock(), tmp_path / "pack"
+    pack.mkdir()
+    with start_embedded(load_graph(TOWER).resolve(), clock=clock) as sim:
+        session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port,
+                               graph_dir=_draft_with_a_wrong_cycle(tmp_path / "draft"), assets=pack, clock=clock,
+                               sleep=clock.sleep)
+        try:
+            assert session.tools.alas_goto("page_lobby").ok
+            for _ in range(3):
+                result = session.tools.alas_goto("page_map")
+                truth = sim.game.truth()
+                assert result.ok and truth["page"] == "page_map", (result.status, result.text, truth)
+                assert session.tools.alas_goto("page_lobby").ok
+            assert set(session.navigator.misled.values()) == {recovery.MISLED}
+        finally:
+            session.close()
