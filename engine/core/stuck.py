@@ -120,9 +120,9 @@ class Detectors:
         return 0.0 if last is None else max(0.0, last + settle_s - now)
 
 
-STILL_S = 2.0
-"""How long a screen nobody names must stay still, after a hop through a link that led to one before, to end the
-hop's wait (Settling.still_s): the explorer writes allowances of 15 s for links through loading screens, and two
+UNKNOWN_S = 2.0
+"""How long a screen nobody names is looked at, after a hop through a link that led to one before, before the hop's
+wait ends (Settling.unknown_s): the explorer writes allowances of 15 s for links through loading screens, and two
 such waits on a page the draft never drew spent a goto's 30 s before the ladder was reached."""
 
 
@@ -144,9 +144,10 @@ class Settling:
     """
 
     source: str | None
-    still_s: float | None = None
-    """When set (a hop through a link that led to a screen nobody names before), such a screen that stays still this
-    long after the frame moved ends the wait too: it is no loading screen (those the observer names, or they move)."""
+    unknown_s: float | None = None
+    """When set (a hop through a link that led to a screen nobody names before), such a screen seen this long after
+    the frame moved ends the wait too, still or moving (a page the graph never drew may sway; a link through a
+    loading screen the graph does not know arrives after it, which clears the link's count)."""
     changing: bool = False  # the last look's frame differed from the look before it
     done: bool = False
     moved: bool = False
@@ -154,7 +155,7 @@ class Settling:
     the same pixels are the same screen, whatever a look with other candidates calls them (generated game 4: the
     first look after a tap got the very pixels of a cross-fade half done and named them a third page)."""
 
-    still_since: float | None = None  # when the frame last changed, while an unknown screen is seen
+    unknown_since: float | None = None  # the first look of the unknown screens seen in a row since the frame moved
 
     def see(self, page: str | None, popups: bool, passing: bool, changed: bool, now: float = 0.0) -> bool:
         """One look: its page, whether it shows popups, whether it is a passing screen (loading or black), whether
@@ -162,9 +163,10 @@ class Settling:
         self.changing = changed
         self.moved = self.moved or changed
         self.done = not passing and (popups or self.moved and page not in (None, self.source))
-        if self.still_s is not None and self.moved and page is None and not (passing or popups):
-            self.still_since = now if changed or self.still_since is None else self.still_since
-            self.done = now - self.still_since >= self.still_s
+        unknown = self.moved and page is None and not (passing or popups)
+        self.unknown_since = (self.unknown_since if self.unknown_since is not None else now) if unknown else None
+        if self.unknown_s is not None and self.unknown_since is not None:
+            self.done = now - self.unknown_since >= self.unknown_s
         return self.done
 
     def wait(self, ctx: Any, look: Callable[[], tuple[Any, bool]], *, within: float, first: float, most: float,

@@ -39,7 +39,7 @@ from engine.core.errors import (
     UnknownPage,
 )
 from engine.core.results import Observation, Outcome, Verdict, closest
-from engine.core.stuck import STILL_S, Settling, same_pixels
+from engine.core.stuck import UNKNOWN_S, Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
 from engine.navigation.recovery import (explain, first_link, landed, misled_before, popup_stuck, recover, swallowed,
@@ -306,15 +306,15 @@ class Navigator:
 
     def _settle(self, ctx: RunContext, expected: str, source: str, until: float, misled: bool) -> Observation:
         """Look until the hop shows its effect or its allowance runs out (engine.core.stuck.Settling: a change still
-        drawing is waited out up to CHANGE_S more; after a link that `misled` before, an unknown screen still for
-        STILL_S ends it). Looks are `near` (the expected page, its neighbours, popups), the last one scans all."""
+        drawing is waited out up to CHANGE_S more; after a link that `misled` before, an unknown screen seen for
+        UNKNOWN_S ends it). Looks are `near` (the expected page, its neighbours, popups), the last one scans all."""
 
         def look() -> tuple[Observation, bool]:
             before = self.last_frame
             obs = self.look(ctx, expected=expected, near=True)
             return obs, before is None or self.last_frame is None or not same_pixels(before, self.last_frame)
 
-        settling = Settling(source, still_s=STILL_S if misled else None)
+        settling = Settling(source, unknown_s=UNKNOWN_S if misled else None)
         obs = settling.wait(ctx, look, within=max(0.0, until - ctx.clock()), first=POLL_S, most=MAX_POLL_S,
                             change_s=CHANGE_S)
         if obs.page is None and not obs.popups and not obs.loading:

@@ -51,16 +51,20 @@ def test_watchdog_resets_on_a_new_page_and_trips_without_one():
     assert dog.step("a") is not None
 
 
-def test_an_unknown_screen_that_stays_still_ends_the_wait_only_after_a_link_that_misled():
-    """Settling.still_s (a hop through a link that led to a screen nobody names before): such a screen, still for
-    still_s after the frame moved, ends the wait; one that keeps changing, or any screen without still_s, does not."""
-    plain, after_misled = Settling("page_a"), Settling("page_a", still_s=2.0)
+def test_an_unknown_screen_ends_the_wait_after_unknown_s_only_after_a_link_that_misled():
+    """Settling.unknown_s (a hop through a link that led to a screen nobody names before): such a screen, seen for
+    unknown_s since the frame moved, ends the wait, still or swaying (a page the graph never drew may move); without
+    unknown_s the allowance is waited out as before; a loading screen, or a known page between, starts the count
+    again."""
+    plain, after_misled = Settling("page_a"), Settling("page_a", unknown_s=2.0)
     for settling in (plain, after_misled):
         assert not settling.see(None, False, False, True, now=0.0)  # the tap moved the frame
         assert not settling.see(None, False, False, False, now=1.9)
     assert not plain.see(None, False, False, False, now=30.0)  # waited out by the allowance, as before
     assert after_misled.see(None, False, False, False, now=2.0)
-    moving = Settling("page_a", still_s=2.0)
-    assert not any(moving.see(None, False, False, True, now=t / 2) for t in range(20))  # a change still drawing
-    loading = Settling("page_a", still_s=2.0)
+    swaying = Settling("page_a", unknown_s=2.0)
+    assert [swaying.see(None, False, False, True, now=t / 2) for t in range(6)] == [False] * 4 + [True] * 2
+    loading = Settling("page_a", unknown_s=2.0)
     assert not any(loading.see(None, False, True, t == 0, now=t) for t in range(10))  # a loading screen is waited
+    assert not loading.see(None, False, False, False, now=10.0)  # unknown from here: counted from now
+    assert loading.see(None, False, False, False, now=12.0)
