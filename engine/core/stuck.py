@@ -163,8 +163,10 @@ class Settling:
         self.changing = changed
         self.moved = self.moved or changed
         self.done = not passing and (popups or self.moved and page not in (None, self.source))
-        unknown = self.moved and page is None and not (passing or popups)
-        self.unknown_since = (self.unknown_since if self.unknown_since is not None else now) if unknown else None
+        if not (self.moved and page is None and not (passing or popups)):
+            self.unknown_since = None
+        elif self.unknown_since is None:
+            self.unknown_since = now
         if self.unknown_s is not None and self.unknown_since is not None:
             self.done = now - self.unknown_since >= self.unknown_s
         return self.done

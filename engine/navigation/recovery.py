@@ -10,8 +10,8 @@ are a ``dialog_closed`` step (the goto's ``data.dialogs_closed`` and its transcr
 navigator's taps (two hops in a row that change nothing on the screen: something the graph does not know covers it)
 goes to the model at once. A page the graph knows no way out of toward the target (a draft's dead end) restarts the
 game when a route leads from the start page (``first_link``); a link that twice led to a screen the graph cannot
-name is avoided while another route exists (``landed``). A dialog that comes back after the model's answer closed it is escalated again, up to
-MAX_ESCALATIONS model questions per run.
+name is avoided while another route exists (``landed``). A dialog that comes back after the model's answer closed
+it is escalated again, up to MAX_ESCALATIONS model questions per run.
 
 The model's answer is acted on only when it is safe: a popup the graph knows (dismissed by its own declared
 action), a page the graph knows (the belief is relocalised to it, and on an unknown screen the back key, which
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config.schema import KeyAction, Link, TapAction
 from engine.core.errors import DeviceError, NavigationError, NoRoute, PopupBlocking, Stuck, UnknownScreen
-from engine.navigation.routes import plan_route
+from engine.navigation.routes import Route, plan_route
 from engine.navigation.search import search, swallowing, unblocked
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _link_key(source: str, link: Link) -> tuple[str, str, str]:
     return source, link.to, repr(link.action)
 
 
-def _plan(nav: Any, ctx: RunContext, page: str, target: str) -> Any:
+def _plan(nav: Any, ctx: RunContext, page: str, target: str) -> Route:
     """The route `first_link` takes: around the links that misled MISLED times; when none leads round from `page`
     but one does from the start page and a restart is left, NoRoute (first_link restarts the game: from a page whose
     only way out misled, generated game 1's draft waited 15 s on a page it never drew, goto after goto); else through

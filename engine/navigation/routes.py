@@ -77,16 +77,6 @@ class _Adjacency:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.names = set(graph.page_names)
-        self.out: dict[str, list[Hop]] = {}
-        for page in graph.pages:
-            best: dict[str, Hop] = {}
-            for link in page.links:
-                if link.to not in self.names:
-                    continue
-                cost = float(graph.settings(page, link).link_cost)
-                if link.to not in best or cost < best[link.to].cost:
-                    best[link.to] = Hop(page.name, link, cost)
-            self.out[page.name] = sorted(best.values(), key=lambda hop: hop.to)
         self.all_out = {
             page.name: [
                 Hop(page.name, link, float(graph.settings(page, link).link_cost))
@@ -95,6 +85,7 @@ class _Adjacency:
             ]
             for page in graph.pages
         }
+        self.out = {name: _cheapest(hops) for name, hops in self.all_out.items()}
 
 
 _CACHE: dict[int, _Adjacency] = {}
@@ -180,11 +171,11 @@ def plan_route(graph: Graph, src: str, dst: str, avoid: Callable[[Hop], bool] | 
     return Route(src, dst, tuple(reversed(hops_back)))
 
 
-def _cheapest(hops: list[Hop], avoid: Callable[[Hop], bool]) -> list[Hop]:
-    """The cheapest hop per destination among those not avoided (the first declared on a tie), as _Adjacency.out."""
+def _cheapest(hops: list[Hop], avoid: Callable[[Hop], bool] | None = None) -> list[Hop]:
+    """The cheapest hop per destination among `hops` not avoided (the first declared on a tie), by destination."""
     best: dict[str, Hop] = {}
     for hop in hops:
-        if not avoid(hop) and (hop.to not in best or hop.cost < best[hop.to].cost):
+        if not (avoid and avoid(hop)) and (hop.to not in best or hop.cost < best[hop.to].cost):
             best[hop.to] = hop
     return sorted(best.values(), key=lambda hop: hop.to)
 
