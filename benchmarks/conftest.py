@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from engine.sim.generate import RUN_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("absolute", "ratio", "baseline", "count", "spread")
 
@@ -84,6 +86,10 @@ class TestFigures:
 def pytest_configure(config: pytest.Config) -> None:
     config._bench_figures = Figures()  # type: ignore[attr-defined]
     config._bench_started = (datetime.now(timezone.utc), load_average())  # type: ignore[attr-defined]
+    config._bench_extra = {}  # type: ignore[attr-defined]
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # xdist's workers collect the same tests only if they draw the same seeds
+        os.environ.setdefault(RUN_ENV, str(workerinput["testrunuid"]))
 
 
 @pytest.fixture
@@ -91,9 +97,33 @@ def figures(request: pytest.FixtureRequest) -> TestFigures:
     return request.config._bench_figures.for_test(request.node.nodeid)  # type: ignore[attr-defined]
 
 
+@pytest.fixture(autouse=True)
+def extra_info_kept_on_workers(request: pytest.FixtureRequest) -> Any:
+    """On an xdist worker (the README's first pytest runs the benchmarks that assert no speed beside the tests,
+    where pytest-benchmark times nothing), what a test put in ``benchmark.extra_info`` is kept for the run's file."""
+    yield
+    if getattr(request.config, "workerinput", None) is not None and "benchmark" in request.fixturenames:
+        extra = dict(getattr(request.node.funcargs.get("benchmark"), "extra_info", None) or {})
+        if extra:
+            request.config._bench_extra[request.node.nodeid] = extra  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """On the controller: a worker's figures and extra_info join the run's (one file for the whole run)."""
+    shipped = getattr(node, "workeroutput", {}).get("bench_figures")
+    if not shipped:
+        return
+    config = node.config
+    data = json.loads(shipped)
+    config._bench_figures.by_test.update(data.get("figures") or {})  # type: ignore[attr-defined]
+    config._bench_extra.update(data.get("extra") or {})  # type: ignore[attr-defined]
+
+
 def _benchmark_stats(config: pytest.Config) -> dict[str, Any]:
     session = getattr(config, "_benchmarksession", None)
-    rows: dict[str, Any] = {}
+    rows: dict[str, Any] = {node: {"extra_info": extra}
+                            for node, extra in getattr(config, "_bench_extra", {}).items()}
     for bench in getattr(session, "benchmarks", None) or []:
         stats = getattr(bench, "stats", None)
         row: dict[str, Any] = {"extra_info": dict(getattr(bench, "extra_info", {}) or {})}
@@ -107,7 +137,11 @@ def _benchmark_stats(config: pytest.Config) -> dict[str, Any]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    if not hasattr(config, "_bench_figures") or getattr(config, "workerinput", None) is not None:
+    if not hasattr(config, "_bench_figures"):
+        return
+    if getattr(config, "workerinput", None) is not None:  # an xdist worker: the controller writes the file
+        config.workeroutput["bench_figures"] = json.dumps(  # type: ignore[attr-defined]
+            {"figures": config._bench_figures.by_test, "extra": config._bench_extra}, default=str)  # type: ignore
         return
     started, load_at_start = config._bench_started  # type: ignore[attr-defined]
     benchmarks = _benchmark_stats(config)

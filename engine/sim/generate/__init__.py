@@ -31,6 +31,9 @@ LONG_SEEDS = tuple(range(1, 13))
 resolutions, so both orientations, as RESOLUTIONS says)."""
 SEEDS_ENV = "GEN_SEEDS"
 """Comma-separated seeds that replace the short form's random ones (to replay a failure)."""
+RUN_ENV = "GEN_SEEDS_RUN"
+"""One test run's identity: processes that share it draw the same short seeds (two xdist workers must collect the
+same tests); unset, the seeds come from the clock."""
 FILES = ("game.yaml", "pages.yaml", "popups.yaml", "sim_style.yaml")
 
 
@@ -60,10 +63,12 @@ def corpus(seeds=LONG_SEEDS, root: str | Path | None = None) -> list[Path]:
     return [generate(seed, root / f"game{seed}") for seed in seeds]
 
 
-def short_seeds(count: int = 3) -> list[int]:
-    """The CI form's seeds: GEN_SEEDS when set (to replay), else `count` seeds drawn from the clock (printed by
-    the caller, so a failure replays with GEN_SEEDS=...)."""
+def short_seeds(count: int = 3, salt: str = "") -> list[int]:
+    """The CI form's seeds: GEN_SEEDS when set (to replay), else `count` seeds drawn from the clock, or from the run
+    (RUN_ENV) and `salt` (the caller's name: each benchmark its own seeds) when processes of one run must agree;
+    printed by the caller, so a failure replays with GEN_SEEDS=...."""
     if os.environ.get(SEEDS_ENV):
         return [int(s) for s in os.environ[SEEDS_ENV].split(",") if s.strip()]
-    rng = random.Random(time.time_ns())
+    run = os.environ.get(RUN_ENV)
+    rng = random.Random(f"{run}:{salt}" if run else time.time_ns())
     return [rng.randint(13, 1_000_000) for _ in range(count)]

@@ -196,3 +196,19 @@ def test_a_loading_screen_draws_on_the_game_age_whatever_the_clock_origin(tmp_pa
         assert game.truth()["loading"]
         looks.append(game.frame())
     assert np.array_equal(looks[0], looks[1])
+
+
+def test_short_seeds_agree_within_one_run_and_differ_per_caller(monkeypatch):
+    """Two xdist workers collect the same tests only if they draw the same seeds: processes sharing the run's
+    identity (RUN_ENV) agree; each benchmark (its salt) has its own; GEN_SEEDS still replays."""
+    from engine.sim.generate import RUN_ENV, SEEDS_ENV, short_seeds
+
+    monkeypatch.delenv(SEEDS_ENV, raising=False)
+    monkeypatch.setenv(RUN_ENV, "run-1")
+    assert short_seeds(2, salt="a") == short_seeds(2, salt="a")
+    assert short_seeds(2, salt="a") != short_seeds(2, salt="b")
+    first = short_seeds(2, salt="a")
+    monkeypatch.setenv(RUN_ENV, "run-2")
+    assert short_seeds(2, salt="a") != first
+    monkeypatch.setenv(SEEDS_ENV, "4,17")
+    assert short_seeds(2, salt="a") == [4, 17]

@@ -1,0 +1,53 @@
+"""The benchmarks' figures file (benchmarks/conftest.py) holds every test's figures whether the benchmarks ran alone
+or on two xdist workers beside the tests (the README's first pytest runs those that assert no speed that way)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONFTEST = "from benchmarks.conftest import *  # noqa: F401,F403 - the hooks and fixtures under test\n"
+TESTS = '''
+import pytest
+from engine.sim.generate import short_seeds
+
+SEEDS = short_seeds(2, salt=__name__)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_figure(seed, figures):
+    figures.add("seed", seed, unit="", kind="count")
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_extra_info(n, benchmark):
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    benchmark.extra_info.update({"n": n})
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "two_workers"])
+def test_every_tests_figures_reach_the_one_file(tmp_path, workers):
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_sample.py").write_text(TESTS)
+    results = tmp_path / "results"
+    env = {**os.environ, "BENCH_RESULTS_DIR": str(results), "PYTHONPATH": str(ROOT)}
+    env.pop("GEN_SEEDS", None)
+    env.pop("GEN_SEEDS_RUN", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers,
+                           "-o", "addopts=", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [written] = list(results.glob("*.json"))
+    run = json.loads(written.read_text())
+    figures = {node.split("::")[1]: values for node, values in run["figures"].items()}
+    assert len(figures) == 2 and all(v["seed"]["kind"] == "count" for v in figures.values()), figures
+    extra = {node.split("::")[1]: stats["extra_info"] for node, stats in run["benchmarks"].items()}
+    assert extra == {f"test_extra_info[{n}]": {"n": n} for n in range(4)}, extra
