@@ -298,6 +298,7 @@ FULL = 12
 """The turn by which the working memory (12 percepts) is full."""
 
 
+@pytest.mark.timing  # the loop's time per turn against a tool call's: runs alone (the README's last pytest)
 def test_agent_loop_overhead_and_prompt_size(benchmark, tmp_path, figures):
     """The loop's own time per turn (model and tools excluded) over 30 turns is at most the fixed cost of one tool
     call (alas_tools: a worker thread and a result, no device) timed before and after the episodes in the same

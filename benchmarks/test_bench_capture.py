@@ -32,6 +32,8 @@ from engine.sim import SimGame
 from engine.sim.adbd import AdbdServer
 from engine.sim.scenario import Scenario
 
+pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
+
 ADB = shutil.which("adb")
 FRAMES = int(os.environ.get("BENCH_CAPTURE_FRAMES", "5"))
 GOTOS = int(os.environ.get("BENCH_CAPTURE_GOTOS", "2"))

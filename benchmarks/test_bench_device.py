@@ -21,6 +21,8 @@ from engine.config.schema import Graph
 from engine.device import AdbDevice
 from engine.sim import FakeAdbServer, Scenario, SimGame
 
+pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
+
 
 GRAPH = Graph.model_validate(
     {

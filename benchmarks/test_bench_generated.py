@@ -28,7 +28,7 @@ from engine.sim.styledgame import StyledGame
 ROOT = Path(__file__).resolve().parents[1]
 CHAOS = ROOT / "tests" / "data" / "scenarios" / "chaos.yaml"
 FULL = os.environ.get("GEN_BENCH_FULL") == "1"
-SEEDS = list(LONG_SEEDS) if FULL and not os.environ.get("GEN_SEEDS") else short_seeds(2)
+SEEDS = list(LONG_SEEDS) if FULL and not os.environ.get("GEN_SEEDS") else short_seeds(2, salt=__name__)
 GOTOS = int(os.environ.get("GEN_BENCH_GOTOS") or (200 if FULL else 12))
 MOMENTS = (0.0, 0.45, 1.3, 2.2, 3.7)
 """Seconds into a page's life at which it is drawn for the cover check (every moving part has moved by then)."""

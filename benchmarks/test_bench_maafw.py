@@ -36,6 +36,8 @@ from engine.config.schema import AnyOfSignature, TemplateSignature  # noqa: E402
 from engine.observe.observer import Observer  # noqa: E402
 from engine.sim import SimGame, SyntheticAssets  # noqa: E402
 
+pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
+
 FRAMES = int(os.environ.get("MAAFW_FRAMES", "8"))
 ROUNDS = int(os.environ.get("MAAFW_ROUNDS", "1"))
 

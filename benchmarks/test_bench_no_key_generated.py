@@ -37,7 +37,7 @@ GOTOS = int(os.environ.get("NOKEY_GOTOS", "5"))
 FULL = GOTOS >= 200
 ROOT = Path(__file__).resolve().parents[1]
 CHAOS = ROOT / "tests" / "data" / "scenarios" / "chaos.yaml"
-SEEDS = list(LONG_SEEDS) if FULL and not os.environ.get(SEEDS_ENV) else short_seeds(1)
+SEEDS = list(LONG_SEEDS) if FULL and not os.environ.get(SEEDS_ENV) else short_seeds(1, salt=__name__)
 os.environ.setdefault("ADBUTILS_ADB_PATH", "/bin/false")  # never a real adb server on 5037 from here
 print(f"\nno key on generated games: seeds {SEEDS} (replay with {SEEDS_ENV}={','.join(map(str, SEEDS))})")
 

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from engine.config.schedule import Due, Entry, Retry, Schedule, parse_zone
 from engine.runtime.scheduler import RealTime, Worker
 from engine.schedule.store import Store
@@ -30,6 +32,7 @@ def _cpu_share(work, seconds: float) -> float:
     return (time.process_time() - cpu) / (time.monotonic() - wall)
 
 
+@pytest.mark.timing  # a CPU share against a same-run baseline: runs alone (the README's last pytest)
 def test_bench_idle_scheduler_cpu(benchmark, tmp_path):
     store = Store(tmp_path / "s.sqlite3")
     schedule = Schedule((Entry(task="chore", due=Due(every=3600)),), ("00:00",), parse_zone("UTC+00:00"), Retry(),

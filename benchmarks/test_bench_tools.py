@@ -15,6 +15,8 @@ import pytest
 
 from engine.runtime.tools import Tools
 
+pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
+
 HEALTH_OVER_GOTO = 0.3
 """adb_health's median beside gotos over the gotos' own median (measured 0.02-0.05: 45 ms against 1.0-1.1 s)."""
 LOADING_S = 1.0

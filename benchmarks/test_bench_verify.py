@@ -31,6 +31,8 @@ from engine.config.schema import TemplateSignature
 from engine.observe.observer import Observer
 from engine.sim import SimGame, SyntheticAssets
 
+pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS: dict[str, float] = {}
 CLASSIFY_OVER_NAIVE = 0.75

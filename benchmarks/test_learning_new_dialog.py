@@ -38,6 +38,8 @@ from tests.engine.sim.conftest import FakeClock
 from tests.engine.test_learning_trust import _user_pack
 from tests.gemini_fake import FakeGemini
 
+pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
+
 GOTOS = int(os.environ.get("LEARN_DIALOG_GOTOS", "24"))
 TARGETS = ("page_main", "page_reward", "page_mail", "page_commission", "page_mission", "page_dormmenu")
 SHOW = 0.3

@@ -32,6 +32,8 @@ from engine.observe.observer import Observer
 from engine.sim import Scenario, SyntheticAssets
 from engine.sim.process import SharedClock, SimProcess
 
+pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
+
 GOTOS = int(os.environ.get("SOAK_GOTOS", "30"))
 
 
