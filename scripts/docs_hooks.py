@@ -43,8 +43,10 @@ def on_files(files: Files, config: Any) -> Files:
 
 RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR") or HERE.parent / "benchmarks" / "results")
 REFERENCE = HERE.parent / "benchmarks" / "reference-run.json"
-"""One whole run of `python -m pytest benchmarks` (the CI forms) from a fresh clone, committed, so a site built
-anywhere shows measured figures; a run on the building machine comes first (benchmarks/README.md: refreshing it)."""
+"""One whole run of the benchmarks (the CI forms) from a fresh clone, committed, so a site built anywhere shows
+measured figures; a run on the building machine comes first (benchmarks/README.md: refreshing it). The README's
+command writes two files (the benchmarks run beside the tests, then the timing ones alone): `reference-run*.json`
+are all read."""
 FIGURES_TITLE = "## Figures of the last run here"
 
 
@@ -52,7 +54,8 @@ def last_run_figures(test_file: str, results: Path = RESULTS, reference: Path = 
     """Markdown: the figures the newest run of `test_file` wrote (run, commit, machine, then one row a figure): a
     run on this machine (`results`), else the committed reference run."""
     runs = sorted(results.glob("*.json"), reverse=True) if results.is_dir() else []
-    for path in runs + ([reference] if reference.is_file() else []):
+    references = sorted(reference.parent.glob(f"{reference.stem}*.json"))  # the README's two pytest runs' files
+    for path in runs + references:
         try:
             run = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -62,7 +65,7 @@ def last_run_figures(test_file: str, results: Path = RESULTS, reference: Path = 
             continue
         machine = run.get("machine") or {}
         load = machine.get("load_average_at_start")
-        where = (f"the committed reference run `benchmarks/{path.name}` (a run here replaces it)" if path == reference
+        where = (f"the committed reference run `benchmarks/{path.name}` (a run here replaces it)" if path in references
                  else f"`benchmarks/results/{path.name}`")
         lines = [f"Run `{run.get('run', path.stem)}` (commit {run.get('commit')}, {machine.get('cpu')}, "
                  f"{machine.get('cores')} cores, load {load[0] if load else '?'} at its start), from {where}:", "",
