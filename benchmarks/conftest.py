@@ -99,11 +99,13 @@ def figures(request: pytest.FixtureRequest) -> TestFigures:
 
 @pytest.fixture(autouse=True)
 def extra_info_kept_on_workers(request: pytest.FixtureRequest) -> Any:
-    """On an xdist worker (the README's first pytest runs the benchmarks that assert no speed beside the tests,
-    where pytest-benchmark times nothing), what a test put in ``benchmark.extra_info`` is kept for the run's file."""
+    """Where pytest-benchmark times nothing (an xdist worker: the README's first pytest runs the benchmarks that
+    assert no speed beside the tests; or --benchmark-disable), what a test put in ``benchmark.extra_info`` is kept
+    for the run's file."""
     yield
-    if getattr(request.config, "workerinput", None) is not None and "benchmark" in request.fixturenames:
-        extra = dict(getattr(request.node.funcargs.get("benchmark"), "extra_info", None) or {})
+    bench = request.node.funcargs.get("benchmark") if "benchmark" in request.fixturenames else None
+    if bench is not None and getattr(bench, "disabled", False):  # not timed: pytest-benchmark keeps nothing of it
+        extra = dict(getattr(bench, "extra_info", None) or {})
         if extra:
             request.config._bench_extra[request.node.nodeid] = extra  # type: ignore[attr-defined]
 
