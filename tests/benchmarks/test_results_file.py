@@ -1,5 +1,5 @@
 """The benchmarks' figures file (benchmarks/conftest.py) holds every test's figures whether the benchmarks ran alone
-or on two xdist workers beside the tests (the README's first pytest runs those that assert no speed that way)."""
+or on xdist workers beside the tests (the README's first pytest runs those that assert no speed that way)."""
 
 from __future__ import annotations
 

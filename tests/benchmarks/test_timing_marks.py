@@ -1,4 +1,4 @@
-"""The README's first pytest runs every benchmark not marked ``timing`` on two xdist workers beside the tests, where
+"""The README's first pytest runs every benchmark not marked ``timing`` on xdist workers beside the tests, where
 pytest-benchmark times nothing (it runs the function once) and other processes move every clock. So a benchmark
 there must not be a timed one: no auto-calibrated ``benchmark(...)``, no ``pedantic`` with more than one round; a
 benchmark that times (benchmarks/README.md) carries the ``timing`` mark and runs alone."""

@@ -48,6 +48,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert install == "python -m pip install -c constraints.txt . && python -m engine goto page_commission"
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("python -m pip")]
     assert ci == [test]
+    assert test in (ROOT / "docs" / "getting-started.md").read_text().splitlines()  # the site's copy, the same
 
 
 def test_every_benchmark_page_shows_measured_figures_on_a_fresh_clone(tmp_path, load_script):
