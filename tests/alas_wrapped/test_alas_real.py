@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from tests.alas_wrapped.conftest import ROOT
+from tests.speed import within
 
 # tests/conftest.py moves the user's ALAS_* settings to ENGINE_TEST_REAL_*: only this module reads them.
 REAL_DIR = os.environ.get("ENGINE_TEST_REAL_ALAS_DIR")
@@ -90,5 +91,5 @@ def test_the_real_alas_lists_its_tasks_and_runs_reward_against_the_simulator(ala
           f"{result.status} ({result.text}) in {elapsed:.1f} s, exit {worker['exit_code']}, killed "
           f"{worker['killed']}, survivors {worker['survivors']}")
     assert result.status != "worker_failed" and result.data["observation"] is not None
-    assert elapsed < bound + 10
+    within(elapsed, bound + 10, "real alas:Reward run, wall (s)")
     assert worker["survivors"] == [] and not group_members(worker["pid"]) and not left_in(root)

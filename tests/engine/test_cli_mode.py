@@ -18,6 +18,8 @@ from pathlib import Path
 import cv2
 import pytest
 
+from tests.speed import at_least, within
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FLAGS: dict[str, list[str]] = {
@@ -215,7 +217,8 @@ def test_goto_against_a_hung_device_answers_inside_the_goto_bound(tmp_path):
     result = _json(proc)
     assert (result["ok"], result["status"]) == (False, "timeout")
     assert result["data"]["tool"] == "alas_goto" and result["data"]["target"] == "page_commission"
-    assert 2_900 <= result["data"]["elapsed_ms"] <= 3_500
+    at_least(result["data"]["elapsed_ms"], 2_900, "goto against a hung device, waited its bound (ms)")
+    within(result["data"]["elapsed_ms"], 3_500, "goto against a hung device, answered (ms)")
     assert "Traceback" not in proc.stderr
 
 

@@ -26,6 +26,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from engine.config.loader import load_graph
 from engine.core.results import SUGGESTED_ACTIONS
 from engine.runtime.transcript import read_lines
+from tests.speed import within
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["adb_health", "adb_screenshot", "adb_tap", "adb_swipe", "alas_state", "alas_goto", "alas_tools", "alas_run"]
@@ -247,7 +248,7 @@ def test_twenty_concurrent_calls_each_answer_inside_their_bound_while_gotos_hold
     baseline = _burst(mcp, [("alas_tools", {})] * 20)
     transport = max(rtt - result["data"]["elapsed_ms"] / 1000 for _, result, rtt in baseline)
     allowance = transport + JITTER_S
-    assert transport < 1.0, f"the transport alone took {transport:.2f} s"
+    within(transport, 1.0, "MCP transport of 20 concurrent calls, wall (s)")
     assert body(mcp.call("alas_goto", {"page": "page_main"}))["ok"]
     pages = ["page_commission", "page_dock", "page_main", "page_reward"]
     calls = [("alas_goto", {"page": pages[i // 5]}) if i % 5 == 0 else ("adb_tap", {"x": 5 + i, "y": 5})
@@ -256,9 +257,9 @@ def test_twenty_concurrent_calls_each_answer_inside_their_bound_while_gotos_hold
     bounds = {"alas_goto": policies.get("goto").timeout, "adb_tap": policies.get("tap").timeout}
     for name, result, rtt in answers:
         bound = bounds[name]
-        assert result["data"]["elapsed_ms"] <= (bound + JITTER_S) * 1000, (name, result["status"],
-                                                                           result["data"]["elapsed_ms"])
-        assert rtt <= bound + allowance, (name, result["status"], round(rtt, 3), round(allowance, 3))
+        server_ms = result["data"]["elapsed_ms"]
+        within(server_ms, (bound + JITTER_S) * 1000, f"{name} among 20 concurrent calls, server-side (ms)")
+        within(rtt, bound + allowance, f"{name} among 20 concurrent calls, round trip (s)")
     statuses = {result["status"] for name, result, _ in answers if name == "adb_tap"}
     assert "timeout" in statuses, statuses  # some taps did wait for the device, and answered in time all the same
 
@@ -304,7 +305,7 @@ def test_a_hung_device_makes_each_tool_answer_timeout_inside_its_bound(workdir):
         for name, (_, policy) in calls.items():
             result, elapsed = futures[name].result(60)
             assert not result["ok"] and result["status"] == "timeout", (name, result["text"])
-            assert elapsed < policies.get(policy).timeout + 1.0, (name, elapsed)
+            within(elapsed, policies.get(policy).timeout + 1.0, f"{name} against a hung device, wall (s)")
             assert result["data"]["screenshot_analysis"]["suggested_action"] in ("reconnect", "retry"), name
         assert body(client.call("alas_tools"))["ok"]  # it never touches the device
     finally:

@@ -30,6 +30,7 @@ from engine.sim import SimGame, SyntheticAssets
 from engine.sim.scenario import Scenario
 from tests.engine import new_dialog
 from tests.engine.sim.conftest import FakeClock
+from tests.speed import within
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = {"azurlane": None, "good": ROOT / "tests" / "data" / "graphs" / "good"}
@@ -101,7 +102,8 @@ def test_the_check_is_cheap_on_a_clean_frame(capsys):
     ms = (time.perf_counter() - start) * 1000 / rounds
     with capsys.disabled():
         print(f"\ncovered() on a clean 1280x720 frame: {ms:.3f} ms")
-    assert ms < 5.0  # (3x headroom over the ~0.3-1 ms measured on a busy 2-core machine; the benchmark compares)
+    # 3x headroom over the ~0.3-1 ms measured on a busy 2-core machine; the benchmark compares
+    within(ms, 5.0, "covered() on a clean frame, per call (ms)")
 
 
 def test_opening_never_grows_the_largest_region():

@@ -16,6 +16,7 @@ from engine.core.redact import REDACTED, RedactingStream, add_secret, redact, re
 from engine.core.results import make_result
 from engine.faces.cli import emit
 from engine.runtime.transcript import Transcript
+from tests.speed import within
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPED = "AIza" + "Sy" + "C" * 33
@@ -102,4 +103,4 @@ def test_redacting_a_megabyte_costs_linear_time(text):
 
     started = time.process_time()
     assert len(redact_text(text)) >= len(text) // 2
-    assert time.process_time() - started < 1.0
+    within(time.process_time() - started, 1.0, "CPU seconds to redact a megabyte")

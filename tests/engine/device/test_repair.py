@@ -12,6 +12,7 @@ from engine.device import AdbDevice
 from engine.device import adbserver
 from engine.device.repair import Ladder, classify_connect, classify_failure
 from engine.sim import FakeAdbServer, Scenario, SimGame
+from tests.speed import within
 
 SERIAL = "127.0.0.1:16384"
 
@@ -116,7 +117,8 @@ def test_refused_and_failed_connects_go_down_the_ladder_and_say_what_to_do(serve
     ladder, _ = _ladder(serve(**scenario), fast_policies)
     start = time.monotonic()
     result = ladder.repair()
-    assert time.monotonic() - start < 3 * (fast_policies.get("health").timeout * 2)
+    bound = 3 * (fast_policies.get("health").timeout * 2)
+    within(time.monotonic() - start, bound, "refused or failed connect, repair ladder, wall (s)")
     assert not result.ok and f"({reply})" in result.steps[0].detail
     assert [s.outcome for s in result.steps[1:]] == ["skipped", "skipped"]
     assert "devices file" in result.advice
@@ -216,7 +218,7 @@ def test_every_failure_reply_leads_to_its_step_or_a_clear_message_inside_its_bou
     # a reconnect is bounded by two health timeouts (the list and connect, then the probe); the emulator's restart by
     # its up bound (2 s here) and one more reconnect; 3x headroom
     bound = fast_policies.get("health").timeout
-    assert elapsed < 3 * (4 * bound + 2.0), (reply, elapsed)
+    within(elapsed, 3 * (4 * bound + 2.0), "repair ladder for a failure reply, wall (s)")
     assert len(records) == len(result.steps)  # every step written to the transcript
     if fixed_by is not None:
         assert result.ok and result.steps[-1].name == fixed_by, result.describe()

@@ -22,6 +22,7 @@ from engine.sim import SimGame
 from engine.sim import adbd as adbd_module
 from engine.sim.adbd import AdbdServer, notify_adb_server
 from engine.sim.scenario import Scenario
+from tests.speed import within
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -281,7 +282,8 @@ def test_messages_before_cnxn_are_ignored_and_silence_is_bounded(emulator, monke
     try:
         started = time.monotonic()
         assert silent.closed()
-        assert time.monotonic() - started < 10  # closed by the handshake bound, not by our socket's timeout
+        # closed by the handshake bound, not by our socket's timeout
+        within(time.monotonic() - started, 10, "silent client closed by the handshake bound, wall (s)")
     finally:
         silent.close()
 
