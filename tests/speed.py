@@ -5,8 +5,9 @@ variable set) can report how much of each bound the runs used, idle and beside b
     from tests.speed import within
     within(took, RATIO * baseline, "health, no server (s)")
 
-One JSON line per check: the test (pytest's PYTEST_CURRENT_TEST), the name given, the value, the bound and their
-ratio. A line is written before the assertion, so a failing check is recorded too."""
+One JSON line per check: the test (pytest's PYTEST_CURRENT_TEST), the name given, the value, the bound and the kind
+(at_most, at_least); timing-spread.py works out the share of the bound used. A line is written before the assertion,
+so a failing check is recorded too."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _record(what: str, value: float, bound: float, kind: str) -> None:
         return
     test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
     line = json.dumps({"test": test, "what": what, "value": round(float(value), 6), "bound": round(float(bound), 6),
-                       "used": round(float(value) / float(bound), 4) if bound else None, "kind": kind})
+                       "kind": kind})
     # One short line per write with O_APPEND: xdist's workers append to the same file without mixing lines.
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
