@@ -89,22 +89,6 @@ def _paired_samples(ours, naive, rounds: int, block: int = 1) -> tuple[list[floa
     return samples
 
 
-def _paired_p50(ours, naive, rounds: int, block: int = 1) -> tuple[float, float]:
-    """p50 in ms of `ours` and `naive` (_paired_samples)."""
-    a, b = _paired_samples(ours, naive, rounds, block)
-    return statistics.median(a), statistics.median(b)
-
-
-def ratio_interval(a: list[float], b: list[float], draws: int = 1000) -> tuple[float, float]:
-    """The 95 % bootstrap interval of median(a) / median(b), resampling the alternated rounds in pairs: the spread
-    of the ratio inside one run (issue 49: a gain is claimed only when this interval stays clear of 1)."""
-    x, y = np.asarray(a), np.asarray(b)
-    n = min(len(x), len(y))
-    picks = np.random.default_rng(0).integers(0, n, (draws, n))
-    ratios = np.median(x[:n][picks], axis=1) / np.median(y[:n][picks], axis=1)
-    return float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
-
-
 def test_bench_verify_expected_page(benchmark, sim, figures):
     """Only the areas the page's checks look at are converted to gray; the naive way converts the whole frame
     first (what every verification paid before), then runs the same checks."""
@@ -127,14 +111,11 @@ def test_bench_verify_expected_page(benchmark, sim, figures):
     if median is not None:
         a, b = _paired_samples(lambda: observer.verify_page(frame, page), naive, rounds=300)
         ours, whole = statistics.median(a), statistics.median(b)
-        low, high = ratio_interval(a, b)
+        _, low, high = figures.ratio("verify_over_naive", a, b)
         benchmark.extra_info.update({"naive_ms": whole, "ratio": ours / whole, "ratio_95": [low, high]})
         RESULTS["verify_expected"] = median
         figures.add("verify_p50_ms", ours)
         figures.add("naive_verify_p50_ms", whole, kind="baseline")
-        figures.add("verify_over_naive", ours / whole, "x", kind="ratio")
-        figures.add("verify_over_naive_95_low", low, "x", kind="spread")
-        figures.add("verify_over_naive_95_high", high, "x", kind="spread")
         assert ours <= 0.75 * whole, (ours, whole)  # measured 0.355-0.366 over three runs beside other work
 
 
@@ -160,13 +141,10 @@ def test_bench_classify_all_pages_and_popups(benchmark, sim, figures):
         a, b = _paired_samples(lambda: observer.observe(ours_frame()[1]),
                                lambda: naive.classify(naive_frame()[1]), rounds=20, block=len(frames))
         ours, baseline = statistics.median(a), statistics.median(b)
-        low, high = ratio_interval(a, b)
+        _, low, high = figures.ratio("classify_over_naive_alas", a, b)
         benchmark.extra_info.update({"naive_alas_ms": baseline, "ratio": ours / baseline, "ratio_95": [low, high]})
         figures.add("classify_p50_ms", ours)
         figures.add("naive_alas_classify_p50_ms", baseline, kind="baseline")
-        figures.add("classify_over_naive_alas", ours / baseline, "x", kind="ratio")
-        figures.add("classify_over_naive_alas_95_low", low, "x", kind="spread")
-        figures.add("classify_over_naive_alas_95_high", high, "x", kind="spread")
         # Measured (issue 49, scripts/timing-spread.py, 6 rounds then): 0.38-0.58 over three runs beside other work;
         # 0.5 failed one run in three. With 20 rounds the bound leaves room over the spread's top.
         assert ours <= CLASSIFY_OVER_NAIVE * baseline, (ours, baseline, low, high)
@@ -230,11 +208,13 @@ def test_bench_ocr_known_region(benchmark, figures):
     if median is not None:
         region = np.ascontiguousarray(frame[60:115, 90:400])
         shipped = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, det_limit_type="max", print_verbose=False)
-        ours, full = _paired_p50(lambda: ocr.read_text(frame, (90, 60, 400, 115)), lambda: shipped(region), rounds=30)
+        c, d = _paired_samples(lambda: ocr.read_text(frame, (90, 60, 400, 115)), lambda: shipped(region), rounds=30)
+        ours, full = statistics.median(c), statistics.median(d)
+        figures.ratio("ocr_over_full_pipeline", c, d)
         a, b = _paired_samples(lambda: ocr.read_text(frame, (90, 60, 400, 115)),
                                lambda: shipped(region, use_det=False, use_cls=False, use_rec=True), rounds=150)
-        low, high = ratio_interval(a, b)
         mine, alone = statistics.median(a), statistics.median(b)
+        _, low, high = figures.ratio("ocr_over_shipped_recognition", a, b)
         benchmark.extra_info.update({"full_pipeline_ms": full, "ratio": ours / full, "shipped_recognition_ms": alone,
                                      "ratio_to_shipped_recognition": mine / alone,
                                      "ratio_to_shipped_recognition_95": [low, high]})
@@ -242,10 +222,6 @@ def test_bench_ocr_known_region(benchmark, figures):
         figures.add("ocr_p50_ms", ours)
         figures.add("rapidocr_full_pipeline_p50_ms", full, kind="baseline")
         figures.add("rapidocr_shipped_recognition_p50_ms", alone, kind="baseline")
-        figures.add("ocr_over_full_pipeline", ours / full, "x", kind="ratio")
-        figures.add("ocr_over_shipped_recognition", mine / alone, "x", kind="ratio")
-        figures.add("ocr_over_shipped_recognition_95_low", low, "x", kind="spread")
-        figures.add("ocr_over_shipped_recognition_95_high", high, "x", kind="spread")
         print(f"\nfused OCR over RapidOCR's shipped recognition: {mine / alone:.3f} (95 % {low:.3f}-{high:.3f})")
         assert ours <= 0.85 * full, (ours, full)  # measured 0.65-0.70 over three runs beside other work (issue 49)
         # The fused model's gain is real but small: 0.93 (95 % interval 0.92-0.94) in each of 3 quiet runs of 300
@@ -309,14 +285,11 @@ def test_bench_vision_round_trip_overhead(benchmark, sim, figures):
             connection = http.client.HTTPConnection("127.0.0.1", httpd.server_address[1], timeout=5)
             a, b = _paired_samples(ask, lambda: _bare_round_trip(connection, frame, QUALITIES[0]), rounds=40)
             ours, bare = statistics.median(a), statistics.median(b)
-            low, high = ratio_interval(a, b)
-            figures.add("vision_over_bare_95_low", low, "x", kind="spread")
-            figures.add("vision_over_bare_95_high", high, "x", kind="spread")
+            _, low, high = figures.ratio("vision_over_bare", a, b)
             benchmark.extra_info.update({"bare_round_trip_ms": bare, "ratio": ours / bare, "ratio_95": [low, high]})
             RESULTS["vision"] = median
             figures.add("vision_round_trip_p50_ms", ours)
             figures.add("bare_round_trip_p50_ms", bare, kind="baseline")
-            figures.add("vision_over_bare", ours / bare, "x", kind="ratio")
             assert ours <= VISION_OVER_BARE * bare, (ours, bare)
     finally:
         if connection is not None:
