@@ -11,12 +11,12 @@ whose belief the last look verified, with nothing acted since, starts from that 
     MISMATCH      relocalise the belief to the page seen, re-plan from there
     UNKNOWN       the ladder (back, home button, dismissal search, model, restart: engine.navigation.recovery)
     DEVICE_ERROR  a fault the device's own retries did not cure: probe its health; while it answers, back off
-                  and look again (the run's bound is the only limit); MAX_DEVICE_FAULTS on an unhealthy device end it
+                  and look again (the run's bound is the only limit); a game that stopped drawing is restarted;
+                  MAX_DEVICE_FAULTS on an unhealthy device end it
 
-Time, cancellation and the record of what happened belong to the run's context (engine.core.context); actions go
-through the actuator (engine.navigation.actuator). The public calls return an Outcome, never raise for a navigation
-failure; engine.runtime.tools turns the Outcome into a ToolResult. ``look``, ``navigate``, ``dismiss`` and ``conclude``
-are public so that the task runner (engine.tasks.runner) can build on them.
+Time, cancellation and the record belong to the run's context (engine.core.context); actions go through the actuator
+(engine.navigation.actuator). The public calls return an Outcome (engine.runtime.tools makes it a ToolResult), never
+raise for a navigation failure; ``look``, ``navigate``, ``dismiss`` and ``conclude`` serve the task runner too.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from engine.core.results import Observation, Outcome, Verdict, closest
 from engine.core.stuck import UNKNOWN_S, Settling, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
-from engine.navigation.recovery import (explain, first_link, landed, misled_before, popup_stuck, recover, swallowed,
-                                        uncover)
+from engine.navigation.recovery import (explain, first_link, landed, misled_before, popup_stuck, recover, revive,
+                                        swallowed, uncover)
 from engine.navigation.routes import canonical_page, home_buttons
 from engine.navigation.search import SHOWING_TRIES, Dialogs
 
@@ -262,13 +262,15 @@ class Navigator:
         return self._hop(ctx, obs, course, target)
 
     def _ride_out(self, ctx: RunContext, course: _Course) -> Observation:
-        """After a device fault: probe the device; a device that answers had a passing fault, one that does not
-        gets MAX_DEVICE_FAULTS tries in a row. Back off (doubling) and look again."""
+        """After a device fault: probe the device; a device that answers had a passing fault, a black one is
+        restarted (`revive`), one that does not answer gets MAX_DEVICE_FAULTS tries in a row. Back off, look again."""
         health = self.device.health()
         course.faults = 1 if getattr(health, "ok", False) else course.faults + 1
         ctx.record("device_fault", error=type(course.fault).__name__, message=str(course.fault),
                    health=getattr(health, "status", None), in_a_row=course.faults)
-        if course.faults >= MAX_DEVICE_FAULTS:
+        if course.faults >= 2 and revive(self, ctx, health):  # the game stopped drawing: restarted
+            course.faults = 0
+        elif course.faults >= MAX_DEVICE_FAULTS:
             course.fault.health = health  # the verdict: no need to probe a dead device twice
             raise course.fault
         ctx.wait(min(POLL_S * 2 ** course.faults, MAX_POLL_S))
@@ -369,11 +371,8 @@ class Navigator:
 
     def look(self, ctx: RunContext, expected: str | None = None, near: bool = False) -> Observation:
         """Screenshot (retried by the device under its policy) and observe; an unchanged frame is not re-observed.
-
-        Args:
-            expected: the page the caller expects (checked first).
-            near: only the expected page, its neighbours and the popups (for looks while a hop settles).
-        """
+        `expected`: the page the caller expects (checked first); `near`: only it, its neighbours and the popups
+        (for looks while a hop settles)."""
         frame = self._marked(lambda: ctx.device_call(self.device.screenshot))
         previous, self.last_frame, self._verified = self.last_frame, frame, None
         same = previous is not None and same_pixels(previous, frame)

@@ -131,6 +131,17 @@ def restart(nav: Any, ctx: RunContext) -> bool:
     return True
 
 
+def revive(nav: Any, ctx: RunContext, health: Any) -> bool:
+    """A game that stopped drawing (the probe says ``black_screen``: the app crashed, or a restart's launch failed
+    after its force-stop) is restarted, as ALAS restarts a game that is not running; False when the probe says
+    otherwise or no restart is left. Without this, one failed launch left every later goto ``black_screen``
+    (benchmarks/test_bench_no_key.py's long form: 308 of 400 gotos)."""
+    if getattr(health, "status", None) != "black_screen":
+        return False
+    ctx.record("revive", health="black_screen")
+    return restart(nav, ctx)
+
+
 def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Link | None:
     """The first link of the route from `page` to `target`, avoiding links that misled (`landed`) while another
     route exists. From a page the graph knows no way out of toward it (a draft's dead end, a link its author left

@@ -38,3 +38,21 @@ def test_a_device_offline_from_the_start_fails_the_goto():
         assert not result.ok and result.status == "device_offline"
     finally:
         session.close()
+
+
+def test_a_game_that_stopped_drawing_is_restarted_and_the_goto_arrives():
+    """The app was force-stopped and not launched again (a restart whose launch failed, or a crash to the launcher):
+    every frame is black. The goto's health probe says black_screen, and the game is restarted (`revive`) instead
+    of every later goto failing black_screen."""
+    session = open_session(None, seed=1)
+    try:
+        assert session.tools.call("alas_goto", {"page": "page_main"}).ok
+        served = session.sim.server.devices[session.sim.serial]
+        served.stopped = True  # black launcher frames until am start / monkey
+        result = session.tools.call("alas_goto", {"page": "page_commission"})
+        assert result.ok, (result.status, result.text)
+        kinds = [s["kind"] for s in session.tools.last_run.steps]
+        assert "revive" in kinds and "restart" in kinds
+        assert not served.stopped
+    finally:
+        session.close()
