@@ -32,6 +32,7 @@ from benchmarks.explore_gotos import strongly_connected
 from benchmarks.test_learning_covered_dialog import _fired_on_clean_frames
 from benchmarks.test_soak import unambiguous
 from engine.config.loader import load_graph
+from engine.config.simstate import state_beside
 from engine.runtime.session import open_session
 from engine.sim import Scenario, SyntheticAssets, start_embedded
 from tests.engine.sim.conftest import FakeClock
@@ -84,7 +85,10 @@ def test_with_no_model_key_the_gotos_arrive_and_the_popups_are_learned(tmp_path,
     halves = {h: {"gotos": 0, "arrived": 0, "false": [], "failed": Counter(), "closed": Counter(),
                   "taps": Counter(), "accepted": [], "examples": []} for h in ("first", "second")}
     clock = FakeClock()
-    with start_embedded(full, assets=assets, clock=clock, scenario=Scenario.from_file(CHAOS), seed=46) as sim, \
+    # The game as `python -m engine sim` serves it: the graph with the state beside it (mail, commissions, dots,
+    # and the screens the game closes on a tap anywhere, pages/azurlane/sim_state.yaml).
+    with start_embedded(full, assets=assets, clock=clock, scenario=Scenario.from_file(CHAOS), seed=46,
+                        state=state_beside(None, full)) as sim, \
             open_session(sim.serial, adb_host=sim.host, adb_port=sim.port, graph_dir=graph_dir, assets=pack,
                          transcript_dir=tmp_path / "run", policies_file=tmp_path / "policies.yaml", clock=clock, sleep=clock.sleep) as session:
 

@@ -11,6 +11,8 @@ A graph says where things are; this file says what the game holds and what taps 
 - ``taps``: what tapping a graph button (or an area the state draws itself) does on a page, while a condition holds:
   effects ``show`` a popup, ``add`` to a counter, ``remove`` items of a list, ``change`` their state. A list row's
   button has effects of its own, which may name the tapped ``row``.
+- ``closed_by_any_tap``: popups the game closes on a tap anywhere (a "tap to continue" screen). The graph's dismissal
+  names the one spot a bot should tap (ALAS's, clear of what a tap might open); the game itself takes any tap.
 
 ``load_state`` validates the file (pydantic, then every name against the graph) and raises ``YamlError`` with
 file:line:col problems. ``engine.sim.pagestate.SimState`` is one game's live state: ``SimGame`` draws it over each page,
@@ -186,6 +188,9 @@ class StateSpec(_Model):
         default_factory=list, description="Lists of rows with states and timers (commissions, research)."
     )
     taps: list[Tap] = Field(default_factory=list, description="What tapping a button or region does to the state.")
+    closed_by_any_tap: list[str] = Field(
+        default_factory=list, description="Popups the game closes on a tap anywhere ('tap to continue' screens), "
+                                          "whatever spot the graph's dismissal names.")
 
     def with_overrides(self, overrides: dict[str, Any] | None) -> StateSpec:
         """This spec with initial values replaced: {counter: int, list: [items]} (a scenario's `state:`).
@@ -320,6 +325,10 @@ def _cross_problems(spec: StateSpec, graph: Graph, merged: StateSpec | None = No
             out.append((("taps", i, "draw"), "draw needs a button with a template (asset)"))
         condition(t.when, ("taps", i, "when"))
         effects(t.do, ("taps", i, "do"), None)
+    popups = {p.name for p in graph.popups}
+    for i, name in enumerate(spec.closed_by_any_tap):
+        if name not in popups:
+            out.append((("closed_by_any_tap", i), f"unknown popup {name!r}"))
     return out
 
 
@@ -349,7 +358,8 @@ def read_state(files: list[Path], graph: Graph | None = None) -> tuple[StateSpec
         except pydantic.ValidationError as exc:
             problems.extend(problems_from_validation_error(exc, source.locator.file, source.locator))
     merged = StateSpec(description=" ".join(s.description for s, _ in parsed if s.description),
-                       **{k: [x for s, _ in parsed for x in getattr(s, k)] for k in ("counters", "dots", "lists", "taps")})
+                       **{k: [x for s, _ in parsed for x in getattr(s, k)]
+                          for k in ("counters", "dots", "lists", "taps", "closed_by_any_tap")})
     if graph is not None:
         seen: dict[str, str] = {}
         for spec, locator in parsed:

@@ -96,6 +96,8 @@ class SimGame:
         overrides = getattr(self.scenario, "state", None)  # a scenario's `state: {...}` replaces initial values
         self.state = SimState(state.with_overrides(overrides), graph, clock()) if state is not None else None
         """Counters, dots, lists and timers declared beside the graph (engine.config.simstate), or None."""
+        self._any_tap = frozenset(state.closed_by_any_tap) if state is not None else frozenset()
+        """Popups the game closes on a tap anywhere ('tap to continue'), whatever spot the graph names."""
         self._transition: tuple[np.ndarray, float, float] | None = None
         """A page change in progress: the screen it started from, when it started, when it ends."""
         self._lock = threading.RLock()
@@ -196,7 +198,7 @@ class SimGame:
             candidates = [self._popups[n] for n in reversed(self._shown_popups())]
             for popup in candidates:
                 action = self._next_dismiss(popup)
-                if isinstance(action, TapAction) and self._inside(action, x, y):
+                if isinstance(action, TapAction) and (self._inside(action, x, y) or popup.name in self._any_tap):
                     self._advance_dismiss(popup)
                     return
                 if popup is top:

@@ -88,7 +88,8 @@ def test_two_popups_in_a_row(session_factory):
     s = session_factory()
     s.tools.alas_goto("page_main")
     game = s.sim.game
-    game.show_popup("GET_ITEMS_1")
+    # GET_SHIP takes only its own spot; GET_ITEMS_1 would close on the link's tap (sim_state: closed_by_any_tap)
+    game.show_popup("GET_SHIP")
     chained = []
     original = game.faults.popup_after_dismiss
 
@@ -101,7 +102,7 @@ def test_two_popups_in_a_row(session_factory):
     game.faults.popup_after_dismiss = original
     assert result.ok, result.text
     popups = [e["popup"] for e in s.tools.last_run.steps if e["kind"] == "dismiss"]
-    assert popups == ["GET_ITEMS_1", "GET_ITEMS_2"]
+    assert popups == ["GET_SHIP", "GET_ITEMS_2"]
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
 

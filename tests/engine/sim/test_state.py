@@ -81,6 +81,31 @@ def test_mail_collect_all_empties_the_list_and_shows_get_items(game, graph):
     assert game.truth()["popups"] == [] and game.truth()["state"]["taken"]["page_mail"] == 3
 
 
+def test_a_tap_to_continue_screen_closes_on_a_tap_anywhere_and_a_dialog_only_on_its_button(game, graph, spec):
+    """closed_by_any_tap: the game takes any tap on a 'tap to continue' screen (real frames say so); a dialog not
+    listed still swallows every tap but its own button's."""
+    assert "GET_ITEMS_1" in spec.closed_by_any_tap and "POPUP_CONFIRM" not in spec.closed_by_any_tap
+    resolved = graph.resolve()
+    game.goto("page_main")
+    game.show_popup("GET_ITEMS_1")
+    spot = resolved.button("GET_ITEMS_1").click_area
+    x, y = 200, 200  # far from the graph's spot (ALAS's, bottom right)
+    assert not (spot[0] <= x <= spot[2] and spot[1] <= y <= spot[3])
+    game.tap(x, y)
+    assert game.truth()["popups"] == [] and game.truth()["page"] == "page_main"
+    game.show_popup("POPUP_CONFIRM")
+    game.tap(x, y)
+    assert game.truth()["popups"] == ["POPUP_CONFIRM"]
+
+
+def test_closed_by_any_tap_names_popups_of_the_graph(tmp_path, graph):
+    bad = tmp_path / "sim_state.yaml"
+    bad.write_text("closed_by_any_tap: [GET_ITEMS_1,\n  NO_SUCH_POPUP]\n")
+    with pytest.raises(YamlError) as err:
+        load_state(bad, graph)
+    assert any("unknown popup 'NO_SUCH_POPUP'" in str(p) for p in err.value.problems), err.value.problems
+
+
 def test_commission_timers_run_on_the_virtual_clock_and_rows_collect(game, clock, spec):
     game.goto("page_commission")
     assert states(game, "commissions") == ["ready", "running", "running", "running", "idle"]
