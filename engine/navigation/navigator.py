@@ -268,7 +268,7 @@ class Navigator:
         course.faults = 1 if getattr(health, "ok", False) else course.faults + 1
         ctx.record("device_fault", error=type(course.fault).__name__, message=str(course.fault),
                    health=getattr(health, "status", None), in_a_row=course.faults)
-        if course.faults >= 2 and revive(self, ctx, health):  # the game stopped drawing: restarted
+        if revive(self, ctx, health, course.faults):  # the game stopped drawing: restarted
             course.faults = 0
         elif course.faults >= MAX_DEVICE_FAULTS:
             course.fault.health = health  # the verdict: no need to probe a dead device twice

@@ -40,6 +40,9 @@ MAX_UNCOVER = len(RUNGS) + MAX_ESCALATIONS
 """Reactions to one showing of a covered page (a dialog no popup names over it) before it counts as blocking."""
 MAX_RESTARTS = 2
 """Restarts of the game in one goto (a goto under chaos may meet a second dialog nothing else closes)."""
+BLACK_PROBES = 2
+"""Health probes in a row that saw a black screen before the game is restarted (``revive``): one black frame is a
+passing fault (the chaos scenario draws one in twenty)."""
 MISLED = 2
 """Hops through one link that showed a screen the graph cannot name before routes avoid that link (``landed``)."""
 
@@ -131,12 +134,12 @@ def restart(nav: Any, ctx: RunContext) -> bool:
     return True
 
 
-def revive(nav: Any, ctx: RunContext, health: Any) -> bool:
-    """A game that stopped drawing (the probe says ``black_screen``: the app crashed, or a restart's launch failed
-    after its force-stop) is restarted, as ALAS restarts a game that is not running; False when the probe says
-    otherwise or no restart is left. Without this, one failed launch left every later goto ``black_screen``
-    (benchmarks/test_bench_no_key.py's long form: 308 of 400 gotos)."""
-    if getattr(health, "status", None) != "black_screen":
+def revive(nav: Any, ctx: RunContext, health: Any, in_a_row: int) -> bool:
+    """A game that stopped drawing (the probe says ``black_screen`` BLACK_PROBES times in a row: the app crashed, or
+    a restart's launch failed after its force-stop) is restarted, as ALAS restarts a game that is not running; False
+    when the probe says otherwise or no restart is left. Without this, one failed launch left every later goto
+    ``black_screen`` (benchmarks/test_bench_no_key.py's long form: 308 of 400 gotos)."""
+    if in_a_row < BLACK_PROBES or getattr(health, "status", None) != "black_screen":
         return False
     ctx.record("revive", health="black_screen")
     return restart(nav, ctx)
