@@ -5,9 +5,9 @@ The atlas is a function of the recording: ``absorb(action, frame)`` is all that 
 is replayed to resume. A frame joins the page whose members it matches best (engine.explore.sketch.SAME_PAGE of its
 cells at least, and at most STABLE_SLACK cells different outside those seen moving by themselves, while they keep
 their colours, and outside drawings that only moved a few pixels: engine.explore.sketch.page_difference; pages on
-one backdrop may differ only by their title); a frame that is a known page under a compact
-changed box is a popup over it (undimmed, only over the page the action was taken on); a frame that changed by
-itself, without input, is a loading screen; anything else is a new page.
+one backdrop may differ only by their title, whose words tell them apart: engine.explore.words); a frame that is
+a known page under a compact changed box is a popup over it (undimmed, only over the page the action was taken on);
+a frame that changed by itself, without input, is a loading screen; anything else is a new page.
 """
 
 from __future__ import annotations
@@ -21,19 +21,15 @@ import numpy as np
 
 from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, page_difference,
                                   similarity)
+from engine.explore.words import Words
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
 Area = tuple[int, int, int, int]
-KEEP_SKETCHES = 8
-"""Sketches kept per page to match new frames against (the first ones, then every one that matched less well)."""
-LOADING_LOOKS = 2
-"""Looks in a row at a loading screen that stays before it counts as a page (engine.explore.atlas.Atlas._stays)."""
-KEEP_MEMBERS = 6
-"""Member frames kept per page as evidence."""
-COVER_SKETCHES = 3
-"""A page's sketches a frame is compared with to tell whether it is that page under a popup."""
-POPUP_LIKE = 0.8
-"""Share of a popup's box cells alike from which a screen shows a popup already known (Atlas._popup_for)."""
+KEEP_SKETCHES = 8  # sketches kept per page to match frames against (the first, then each that matched less well)
+LOADING_LOOKS = 2  # looks in a row at a loading screen that stays before it counts as a page (Atlas._stays)
+KEEP_MEMBERS = 6  # member frames kept per page as evidence
+COVER_SKETCHES = 3  # a page's sketches a frame is compared with to tell whether it is that page under a popup
+POPUP_LIKE = 0.8  # share of a popup's box cells alike from which a screen shows a known popup (Atlas._popup_for)
 DROPS_SEEN = 0.03
 """Share of known links taken again that left the screen as it was (a dropped tap) from which, seen at least twice,
 an action that did nothing once may have been dropped too, and is worth a second try."""
@@ -53,6 +49,7 @@ the links, and the explorer restarts the game."""
 class PageNode:
     id: int
     sketches: list[Sketch] = field(default_factory=list)
+    sketch_files: list[str | None] = field(default_factory=list)  # each sketch's frame file (engine.explore.words)
     members: list[str] = field(default_factory=list)
     visits: int = 0
     loading: bool = False
@@ -130,7 +127,8 @@ def _inside_similarity(a: Sketch, b: Sketch, box: Area) -> float:
 
 
 class Atlas:
-    def __init__(self) -> None:
+    def __init__(self, words: Words | None = None) -> None:
+        self.words = words or Words()  # pages whose cells match but whose words differ (no reader: none)
         self.pages: list[PageNode] = []
         self.popups: list[PopupNode] = []
         self.here: Here = NOWHERE
@@ -153,31 +151,34 @@ class Atlas:
 
     # ------------------------------------------------------------------ classifying a frame
 
-    def best_page(self, sk: Sketch, moving: Any = None, led_to: int | None = None) -> tuple[int | None, float]:
-        """The page `sk` shows and the share of cells matching its closest member, or (None, 0.0): SAME_PAGE of
-        the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page, or now);
-        for `led_to`, the page the same action from the same page led to before, SAME_PAGE alone (a page whose
-        content changed since: a list emptied, a job started, reached again by the same button)."""
+    def best_page(self, sk: Sketch, moving: Any = None, led_to: int | None = None, path: str | None = None
+                  ) -> tuple[int | None, float]:
+        """The page `sk` (file `path`) shows and the share of cells matching its closest member, or (None, 0.0):
+        SAME_PAGE of the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page,
+        or now), and no other words where their fine drawings differ (engine.explore.words); for `led_to`, the page
+        the same action from the same page led to before, SAME_PAGE alone (a page whose content changed since: a
+        list emptied, a job started, reached again by the same button)."""
         best, key = None, (STABLE_SLACK + 1, 0.0)
         for page in self.pages:
             if page.folded is not None:
                 continue
             excused = page.moving if moving is None else moving if page.moving is None else page.moving | moving
-            for member in page.sketches:
+            for member, file in zip(page.sketches, [*page.sketch_files, *[None] * len(page.sketches)]):
                 share, stable = page_difference(sk, member, excused)
                 if share < SAME_PAGE:
                     continue
                 stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
-                if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]):
+                if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and (
+                        page.id == led_to or not self.words.apart(sk, member, excused, path, file)):
                     best, key = page.id, (stable, share)
         return best, (key[1] if best is not None else 0.0)
 
-    def classify(self, sk: Sketch, moving: Any = None, on: int | None = None, led_to: int | None = None
-                 ) -> tuple[str, int | None, Cover | None]:
+    def classify(self, sk: Sketch, moving: Any = None, on: int | None = None, led_to: int | None = None,
+                 path: str | None = None) -> tuple[str, int | None, Cover | None]:
         """('page' | 'loading', page id, None), ('popup', over page id, cover) or ('new', None, None). `on`: the
         page the action was taken on (the only one an undimmed box counts as a popup over: elsewhere it is as
         likely another page that differs in a title); `led_to`: where the same action led before (best_page)."""
-        best, score = self.best_page(sk, moving, led_to)
+        best, score = self.best_page(sk, moving, led_to, path)
         if best is not None and score >= SAME_PAGE:
             return ("loading" if self.pages[best].loading else "page"), best, None
         covers = []
@@ -225,6 +226,7 @@ class Atlas:
         if len(page.sketches) < KEEP_SKETCHES and (
                 not page.sketches or max(similarity(sk, m) for m in page.sketches) < 0.97):
             page.sketches.append(sk)
+            page.sketch_files.append(frame_path)
         if frame_path and len(page.members) < KEEP_MEMBERS and frame_path not in page.members:
             page.members.append(frame_path)
         return page
@@ -247,7 +249,7 @@ class Atlas:
             self.loading_screen(t_sk, t_path)
         prev, led_to = self.here, self.led_to(action)
         kind, page_id, found = self.classify(sk, moving, on=prev.page if prev.kind in ("page", "popup") else None,
-                                             led_to=led_to)
+                                             led_to=led_to, path=frame_path)
         if kind == "popup":
             popup = self._popup_for(sk, page_id, found, frame_path)
             now = Here("popup", page_id, popup.id)
@@ -324,7 +326,7 @@ class Atlas:
 
     def loading_screen(self, sk: Sketch, frame_path: str | None) -> None:
         """A screen seen changing by itself: a loading screen (a new one, or a page now known to be one)."""
-        kind, page_id, _ = self.classify(sk)
+        kind, page_id, _ = self.classify(sk, path=frame_path)
         if kind == "popup":
             return
         page = self._page_for(sk, "new" if kind == "new" else "page", page_id, frame_path)

@@ -30,11 +30,11 @@ from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
 from engine.explore.repeats import FruitlessRestarts, RepeatGuard
 from engine.explore.sketch import changed, sketch
+from engine.explore.words import Reader, Words
 
 log = logging.getLogger(__name__)
 
-RESTARTS_IN_A_ROW = 3
-"""Restarts without learning anything in between before the explorer gives up early."""
+RESTARTS_IN_A_ROW = 3  # restarts without learning anything in between before the explorer gives up early
 CONFIRM_TRIES = 4
 """Tries of an action that led to another page, until it leads to one page twice: a popup over the page it led to,
 a crash or a dropped tap each make an outcome of their own (under chaos, about four tries in ten)."""
@@ -42,20 +42,19 @@ a crash or a dropped tap each make an outcome of their own (under chaos, about f
 
 @dataclass
 class Budget:
-    taps: int | None = None
-    """Actions at most (None: no cap; the time budget ends the run)."""
+    taps: int | None = None  # actions at most (None: no cap; the time budget ends the run)
     seconds: float = 20 * 60.0
-    reserve: float = 0.0
-    """Seconds kept back for writing the draft after the last action."""
+    reserve: float = 0.0  # seconds kept back for writing the draft after the last action
 
 
 class Explorer:
-    """Explore `device` (engine.device.base.Device) into `folder`; `restart` force-stops and launches the game."""
+    """Explore `device` (engine.device.base.Device) into `folder`; `restart` force-stops and launches the game;
+    `reader` reads text (pages alike but for their words are told apart by it: engine.explore.words)."""
 
     def __init__(self, device: Any, folder: str | Path, *, budget: Budget | None = None,
                  restart: Callable[[], None] | None = None, progress: Callable[[str], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep,
-                 pace: float = 1.0) -> None:
+                 pace: float = 1.0, reader: Reader | None = None) -> None:
         self.device = device
         self.pace = pace
         self.folder = Path(folder)
@@ -63,7 +62,7 @@ class Explorer:
         self.restart_app = restart
         self.progress = progress or (lambda line: None)
         self.clock, self.sleep = clock, sleep
-        self.atlas = Atlas()
+        self.atlas = Atlas(Words(reader, lambda rel: self.recording.read(rel) if self.recording is not None else None))
         self.recording: Recording | None = None
         self.taps = 0
         self.restarts = 0

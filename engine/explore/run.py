@@ -44,7 +44,7 @@ def explore(device: Any, out: str | Path, *, taps: int | None = None, minutes: f
     started_at = dt.datetime.now(dt.timezone.utc)
     start = clock()
     explorer = Explorer(device, out, budget=budget, restart=restart, progress=progress, clock=clock, sleep=sleep,
-                        pace=pace)
+                        pace=pace, reader=reader)
     failed = False
     try:
         atlas = explorer.run()

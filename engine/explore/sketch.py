@@ -15,6 +15,8 @@ import numpy as np
 
 CELLS_LONG = 16
 THUMB = 8
+FINE = 16
+"""Pixels a cell of the fine drawing (Sketch.fine): a title's glyphs, finer than a cell's thumbnail, still show."""
 COLOUR_TOLERANCE = 22.0
 """Largest per-channel difference of two cells' mean colours that still counts as the same cell."""
 THUMB_TOLERANCE = 12.0
@@ -51,13 +53,15 @@ Area = tuple[int, int, int, int]
 @dataclass(frozen=True, eq=False)
 class Sketch:
     """A frame reduced to its grid: `colour` (rows, cols, 3) mean BGR, `thumbs` (rows, cols, T*T) gray
-    thumbnails, `flat` (rows, cols) the gray standard deviation inside each cell."""
+    thumbnails, `flat` (rows, cols) the gray standard deviation inside each cell, `fine` the gray frame at FINE
+    pixels a cell (what engine.explore.words compares where the cells alone cannot tell)."""
 
     size: tuple[int, int]
     cell: int
     colour: np.ndarray
     thumbs: np.ndarray
     flat: np.ndarray
+    fine: np.ndarray | None = None
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -87,7 +91,8 @@ def sketch(frame: np.ndarray) -> Sketch:
     mean = cv2.resize(g, (cols, rows), interpolation=cv2.INTER_AREA)
     square = cv2.resize(g * g, (cols, rows), interpolation=cv2.INTER_AREA)
     flat = np.sqrt(np.maximum(square - mean * mean, 0.0))
-    return Sketch((w, h), cell, colour, thumbs, flat)
+    fine = cv2.resize(gray, (cols * FINE, rows * FINE), interpolation=cv2.INTER_AREA).astype(np.int16)
+    return Sketch((w, h), cell, colour, thumbs, flat, fine)
 
 
 def cell_match(a: Sketch, b: Sketch, gain: float = 1.0) -> np.ndarray:
@@ -137,6 +142,23 @@ def page_difference(frame: Sketch, member: Sketch, moving: np.ndarray | None) ->
     if differ.any():
         differ = differ & ~alike_moved(frame, member, differ)
     return share, int(differ.sum())
+
+
+def fine_differ(a: Sketch, b: Sketch, cells: np.ndarray, shift: int = 2, ink: int = 48, share: float = 0.02
+                ) -> np.ndarray:
+    """Those of `cells` whose fine drawing differs: more than `share` of its fine pixels differ in gray by more than
+    `ink` however `b` is moved by up to `shift` fine pixels (an eighth of a cell, as SHIFT)."""
+    if a.fine is None or b.fine is None or a.fine.shape != b.fine.shape or not cells.any():
+        return np.zeros(cells.shape, bool)
+    rows, cols = cells.shape
+    pad = np.pad(b.fine, shift, mode="edge")
+    best = np.full(cells.shape, 1.0)
+    for dy in range(-shift, shift + 1):
+        for dx in range(-shift, shift + 1):
+            moved = pad[shift + dy:shift + dy + a.fine.shape[0], shift + dx:shift + dx + a.fine.shape[1]]
+            far = (np.abs(a.fine - moved) > ink).reshape(rows, FINE, cols, FINE).mean(axis=(1, 3))
+            best = np.minimum(best, far)
+    return cells & (best > share)
 
 
 def similarity(a: Sketch, b: Sketch) -> float:

@@ -33,7 +33,9 @@ def _resolution(text: str) -> tuple[int, int]:
 def _reader():
     from verifiers.ocr import find_text
 
-    return lambda frame: [(b.text, b.confidence, b.box) for b in find_text(frame, min_confidence=0.6)]
+    # Every line found, however unsure (drafting names pages by confident ones; engine.explore.words compares the
+    # shapes of the unsure ones).
+    return lambda frame: [(b.text, b.confidence, b.box) for b in find_text(frame, min_confidence=0.0)]
 
 
 def _namer(graph_dir: str, assets: str | None, server: str | None):

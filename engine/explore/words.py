@@ -1,0 +1,132 @@
+"""Pages the cells cannot tell apart, told apart by their words.
+
+Pages drawn on one backdrop may differ only by a title finer than a cell's thumbnail: over generated games 1-20,
+441 pairs of pages matched in every cell but one (engine.explore.sketch.page_difference), so the explorer drafted
+them as one page, and the gotos to it arrived on either (issue 49: seed 15553's page_glory and page_harvest, a
+word each on one shared band). What still tells them apart is finer than the cells and never moves by itself: the
+words. Where a frame and a member of a page differ in their fine drawing (engine.explore.sketch.fine_differ) outside
+the cells seen moving, the words read there on both are compared, letters only: a countdown, a counter or a badge
+changes digits, sparks and swaying art no letters, so they never split a page; another title does. Text found but
+not read (a script the reader does not know: the generator's CJK- and Hangul-like glyphs, Hangul for RapidOCR's
+models) is compared by its shape instead: the gray pixels inside the boxes where text was found, allowed to move
+by SHAPE_SHIFT pixels.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import cv2
+import numpy as np
+
+from engine.explore.sketch import Sketch, fine_differ
+
+Area = tuple[int, int, int, int]
+Reader = Callable[[np.ndarray], list[tuple[str, float, Area]]]
+"""An image -> the text lines on it: (text, confidence, box) (verifiers.ocr.find_text, adapted by the caller)."""
+Loader = Callable[[str], Any]
+"""A frame's file (as the recording names it) -> the frame, or None."""
+TITLE_BAND = 0.25
+"""Share of the frame's height, from the top, where words name a page (engine.explore.drafting.title_of reads titles
+there too): text lower down (a list, the skill Azur Lane's page_tactical is teaching) changes between visits of one
+page, and a finer look that split on it made two of page_tactical (docs/benchmarks/generated.md, seed 66355)."""
+PLACES = 3
+"""Places of fine difference read at most per comparison (the largest first)."""
+CONFIDENT = 0.5
+"""Confidence from which a read line's letters count; below it the line is text found but not read."""
+SHAPE_SHIFT, SHAPE_INK, SHAPE_SHARE = 2, 48, 0.05
+"""Text found but not read differs when more than SHAPE_SHARE of the pixels inside its boxes differ in gray by more
+than SHAPE_INK however one is moved by up to SHAPE_SHIFT pixels."""
+CACHED = 512
+"""Readings kept (frame file and place): a member is compared with many frames."""
+
+
+def letters(lines: list[tuple[str, float, Area]]) -> str:
+    """The letters of the confidently read lines, casefolded, in reading order (digits, signs and spaces dropped:
+    a timer or a counter reads alike at any moment)."""
+    ordered = sorted((line for line in lines if line[1] >= CONFIDENT), key=lambda line: (line[2][1], line[2][0]))
+    return "".join(ch for text, _, _ in ordered for ch in text.casefold() if ch.isalpha())
+
+
+def unread(lines: list[tuple[str, float, Area]]) -> list[Area]:
+    """The boxes of lines found but not confidently read."""
+    return [tuple(line[2]) for line in lines if line[1] < CONFIDENT]
+
+
+def shapes_differ(a: np.ndarray, b: np.ndarray, boxes: list[Area]) -> bool:
+    """Whether two crops of one place differ inside `boxes` (text found on either) beyond a small move."""
+    x1, y1 = max(0, min(x[0] for x in boxes)), max(0, min(x[1] for x in boxes))
+    x2, y2 = min(a.shape[1], max(x[2] for x in boxes)), min(a.shape[0], max(x[3] for x in boxes))
+    if x2 <= x1 or y2 <= y1 or a.shape != b.shape:
+        return a.shape != b.shape
+    ga = cv2.cvtColor(a, cv2.COLOR_BGR2GRAY).astype(np.int16)
+    gb = np.pad(cv2.cvtColor(b, cv2.COLOR_BGR2GRAY).astype(np.int16), SHAPE_SHIFT, mode="edge")
+    k, here = SHAPE_SHIFT, ga[y1:y2, x1:x2]
+    return min(float((np.abs(here - gb[k + y1 + dy:k + y2 + dy, k + x1 + dx:k + x2 + dx]) > SHAPE_INK).mean())
+               for dy in range(-k, k + 1) for dx in range(-k, k + 1)) > SHAPE_SHARE
+
+
+def places(cells: np.ndarray, cell: int, size: tuple[int, int]) -> list[Area]:
+    """Boxes in pixels around each connected group of `cells`, widened by a cell left and right (a word runs on
+    beyond the cells where two differ) and a quarter cell up and down; the largest groups first."""
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(cells.astype(np.uint8), connectivity=8)
+    groups = sorted(range(1, count), key=lambda i: -stats[i, cv2.CC_STAT_AREA])[:PLACES]
+    out = []
+    for i in groups:
+        c, r, w, h = (int(v) for v in stats[i, :4])
+        out.append((max(0, (c - 1) * cell), max(0, r * cell - cell // 4), min(size[0], (c + w + 1) * cell),
+                    min(size[1], (r + h) * cell + cell // 4)))
+    return out
+
+
+class Words:
+    """Reads and compares the words where two frames' fine drawings differ; without a reader it tells nothing."""
+
+    def __init__(self, reader: Reader | None = None, load: Loader | None = None) -> None:
+        self.reader, self.load = reader, load
+        self._read: dict[tuple[str, Area], tuple[str, list[Area]]] = {}
+        self._frames: dict[str, Any] = {}
+        self.reads = 0
+
+    def _crop(self, path: str, box: Area) -> np.ndarray | None:
+        if path not in self._frames:
+            if len(self._frames) >= 2:
+                self._frames.pop(next(iter(self._frames)))
+            self._frames[path] = self.load(path) if self.load else None
+        frame = self._frames[path]
+        return None if frame is None else np.ascontiguousarray(frame[box[1]:box[3], box[0]:box[2]])
+
+    def _words(self, path: str, box: Area) -> tuple[str, list[Area]] | None:
+        """(the letters read confidently, the boxes of text found but not read) at `box` of the frame `path`."""
+        key = (path, box)
+        if key not in self._read:
+            crop = self._crop(path, box)
+            if crop is None:
+                return None
+            self.reads += 1
+            if len(self._read) >= CACHED:
+                self._read.clear()
+            lines = self.reader(crop)
+            self._read[key] = (letters(lines), unread(lines))
+        return self._read[key]
+
+    def apart(self, frame: Sketch, member: Sketch, excused: Any, path: str | None, member_path: str | None) -> bool:
+        """Whether `frame` (file `path`) shows other words than `member` (file `member_path`) where their fine
+        drawings differ in the title band, outside the `excused` cells (seen moving)."""
+        if self.reader is None or not path or not member_path or path == member_path:
+            return False
+        cells = np.zeros(frame.colour.shape[:2], bool)
+        cells[:max(1, int(np.ceil(cells.shape[0] * TITLE_BAND)))] = True
+        if excused is not None and excused.shape == cells.shape:
+            cells &= ~excused
+        differ = fine_differ(frame, member, cells)
+        for box in places(differ, frame.cell, frame.size) if differ.any() else ():
+            ours, theirs = self._words(path, box), self._words(member_path, box)
+            if ours is None or theirs is None:
+                continue
+            if ours[0] != theirs[0]:
+                return True
+            boxes = ours[1] + theirs[1]
+            if boxes and shapes_differ(self._crop(path, box), self._crop(member_path, box), boxes):
+                return True
+        return False

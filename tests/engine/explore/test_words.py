@@ -1,0 +1,108 @@
+"""Pages alike but for their words (engine.explore.words): a title finer than a cell's thumbnail tells two pages apart,
+a ticking timer never splits one.
+
+The pages are drawn by the project's game generator (engine.sim.generate): seed 15553's page_glory and page_harvest
+(1080x2340, one shared backdrop, a word each on one band: the CI run of a41f6dc drafted them as one page, and 5 of
+its 10 gotos to it were false successes), and seed 6's page_ridge_expedition, whose countdown changes digits finer
+than a cell from second to second, and seed 9's page_enigma and page_champion (1600x900), titled in the generator's
+CJK-like glyphs that no reader reads. The reader is the explore command's own (RapidOCR through verifiers.ocr)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from engine.config.loader import load_graph
+from engine.explore.atlas import Atlas
+from engine.explore.sketch import fine_differ, page_difference, sketch
+from engine.explore.words import Words, letters
+from engine.faces.commands.explore import _reader
+from engine.sim.generate import generate
+from engine.sim.style import style_beside
+from engine.sim.styled import StyledRenderer
+
+
+def renderer(seed: int, root: Path) -> StyledRenderer:
+    folder = generate(seed, root / f"game{seed}")
+    return StyledRenderer(load_graph(folder).resolve("en"), style_beside(folder))
+
+
+@pytest.fixture(scope="module")
+def reader():
+    return _reader()
+
+
+def test_letters_keep_the_words_and_drop_what_a_clock_or_a_counter_changes():
+    lines = [("06:13:10", 0.99, (0, 50, 100, 80)), ("Glory", 0.95, (0, 0, 100, 30)), ("x12", 0.9, (200, 50, 240, 80)),
+             ("blur", 0.2, (0, 90, 10, 99))]
+    assert letters(lines) == "gloryx"  # in reading order; digits, signs and the unsure line dropped
+    assert letters([("06:13:08", 0.99, (0, 50, 100, 80))]) == letters([("06:13:10", 0.99, (0, 50, 100, 80))]) == ""
+
+
+def test_two_pages_alike_but_for_their_title_are_two_pages(tmp_path, reader):
+    game = renderer(15553, tmp_path)
+    frames = {name: game.animate(name, game.page(name), 0.0) for name in ("page_glory", "page_harvest")}
+    glory, harvest = sketch(frames["page_glory"]), sketch(frames["page_harvest"])
+    assert page_difference(harvest, glory, None)[1] <= 1  # the cells alone call them one page
+    assert fine_differ(harvest, glory, np.ones(glory.colour.shape[:2], bool)).any()
+    steps = [({"type": "restart"}, "page_glory"), ({"type": "tap", "point": [540, 1200]}, "page_harvest"),
+             ({"type": "key", "key": "back"}, "page_glory"), ({"type": "tap", "point": [540, 1200]}, "page_harvest")]
+    without = Atlas()
+    assert len({without.absorb(action, sketch(frames[name]), name).page for action, name in steps}) == 1
+    atlas = Atlas(Words(reader, frames.get))
+    seen = [atlas.absorb(action, sketch(frames[name]), name).page for action, name in steps]
+    assert seen[0] == seen[2] != seen[1] == seen[3]
+    assert len(atlas.pages) == 2
+
+
+def test_two_pages_titled_in_a_script_nobody_reads_are_told_apart_by_the_shape_of_their_text(tmp_path, reader):
+    game = renderer(9, tmp_path)
+    frames = {name: game.animate(name, game.page(name), 0.0) for name in ("page_enigma", "page_champion")}
+    enigma, champion = sketch(frames["page_enigma"]), sketch(frames["page_champion"])
+    assert page_difference(champion, enigma, None)[1] <= 1
+    words = Words(reader, frames.get)
+    assert words.apart(champion, enigma, None, "page_champion", "page_enigma")
+    assert not words.apart(enigma, enigma, None, "page_enigma", "page_enigma")
+    again = {"page_enigma": frames["page_enigma"], "copy": frames["page_enigma"].copy()}
+    assert not Words(reader, again.get).apart(enigma, enigma, None, "copy", "page_enigma")
+
+
+def test_a_countdown_ticking_finer_than_a_cell_stays_one_page(tmp_path, reader):
+    game = renderer(6, tmp_path)
+    name = "page_ridge_expedition"
+    still = game.page(name)
+    # Its countdown is drawn at the foot of the page: rolled up into the title band, where words are compared.
+    frames = {f"look{i}": np.roll(game.animate(name, still, 0.37 * i), -1120, axis=0) for i in range(0, 12, 2)}
+    first = sketch(frames["look0"])
+    ticked = [k for k in frames if fine_differ(sketch(frames[k]), first, np.ones(first.colour.shape[:2], bool)).any()]
+    assert ticked  # the digits changed where the cells do not show it
+    atlas = Atlas(Words(reader, frames.get))
+    pages = {atlas.absorb({"type": "screenshot"}, sketch(frame), key).page for key, frame in frames.items()}
+    assert len(pages) == 1 and atlas.words.reads >= 2  # read, and the same words (letters) on every look
+
+
+def test_without_a_reader_nothing_is_read():
+    blank = np.zeros((720, 1280, 3), np.uint8)
+    other = blank.copy()
+    other[100:140, 600:700] = 255
+    words = Words()
+    assert not words.apart(sketch(other), sketch(blank), None, "a.png", "b.png") and words.reads == 0
+
+
+def test_words_below_the_title_band_never_split_a_page(tmp_path, reader):
+    """What a page shows lower down changes between visits (Azur Lane's page_tactical names the skill being
+    taught): only the title band's words name a page."""
+    game = renderer(15553, tmp_path)
+    base = game.animate("page_glory", game.page("page_glory"), 0.0)
+    frames = {}
+    for word in ("ANCHOR", "TORPEDO"):
+        frame = base.copy()
+        cv2.putText(frame, word, (300, 1400), cv2.FONT_HERSHEY_SIMPLEX, 2.5, (20, 20, 20), 6)
+        frames[word] = frame
+    anchor, torpedo = sketch(frames["ANCHOR"]), sketch(frames["TORPEDO"])
+    assert fine_differ(torpedo, anchor, np.ones(anchor.colour.shape[:2], bool)).any()
+    words = Words(reader, frames.get)
+    assert not words.apart(torpedo, anchor, None, "TORPEDO", "ANCHOR") and words.reads == 0
