@@ -28,8 +28,8 @@ Loader = Callable[[str], Any]
 """A frame's file (as the recording names it) -> the frame, or None."""
 TITLE_BAND = 0.25
 """Share of the frame's height, from the top, where words name a page (engine.explore.drafting.title_of reads titles
-there too): text lower down (a list, the skill Azur Lane's page_tactical is teaching) changes between visits of one
-page, and a finer look that split on it made two of page_tactical (docs/benchmarks/generated.md, seed 66355)."""
+there too): text lower down (a list, the item a page is showing) changes between visits of one page, and a finer
+look that split on such text made two pages of one (docs/benchmarks/generated.md, seed 66355)."""
 PLACES = 3
 """Places of fine difference read at most per comparison (the largest first)."""
 CONFIDENT = 0.5
