@@ -229,17 +229,27 @@ JITTER_S = 0.1
 """The scheduling jitter of a loaded 2-core machine: a thread woken at its deadline may run that much later (an
 answer built at 983 ms for a 900 ms bound was seen with the load average at 12)."""
 
+TRANSPORT_SPREAD_S = 0.6
+"""How much later than a quiet burst's the transport of one answer may be while the machine is busy: the most seen
+over the quiet burst's was 0.19 s (1.109 s round trip, 0.88 s server-side, 0.036 s quiet transport; hunt run 26,
+beside two busy loops), and this leaves it 3x. A server that read its calls late or held answers back would still
+exceed it: a tap queued behind a goto answers seconds late."""
+
 
 def test_twenty_concurrent_calls_each_answer_inside_their_bound_while_gotos_hold_the_device(mcp):
     """Gotos and taps mixed, 20 at once: taps queue behind the gotos for the device and must still answer in time.
 
     The server counts each bound from the moment the call came off the wire (engine.faces.mcpwire), so its answer is
     built inside the bound (``elapsed_ms``). The client's round trip adds the transport, which the server cannot
-    bound: the SDK client queues 20 concurrent requests through its own writer. That allowance is measured here,
-    with 20 concurrent alas_tools calls (no device, answered at once) over the same client, once warm (the first
-    burst also starts both sides' thread pools), plus JITTER_S for the scheduling jitter of a loaded 2-core machine,
-    which the server's own answer is allowed too (it is built 20 ms before the bound, engine.core.bounded).
-    Measured: 0.03-0.05 s of transport; taps answered at 0.87-0.88 s server-side, 0.90-0.94 s round trip.
+    bound: the SDK client queues 20 concurrent requests through its own writer. That allowance is the transport
+    measured here, with 20 concurrent alas_tools calls (no device, answered at once) over the same client, once warm
+    (the first burst also starts both sides' thread pools), plus TRANSPORT_SPREAD_S. The server's own answer is
+    allowed JITTER_S for the scheduling jitter of a loaded 2-core machine (it is built 20 ms before the bound,
+    engine.core.bounded).
+    Measured over 17 whole-suite runs (docs/benchmarks/timing-spread.md): taps answered at 0.880-0.884 s
+    server-side in every run, idle and busy; the quiet burst's transport 0.013-0.055 s; a tap's round trip 0.90-0.98 s
+    idle, up to 1.109 s beside two busy loops (hunt run 26: its answer's transport 0.23 s against the quiet burst's
+    0.036 s, the client's event loop reading 16 answers at once while four gotos ran).
     """
     from engine.config.policies import load_policies
 
@@ -247,7 +257,7 @@ def test_twenty_concurrent_calls_each_answer_inside_their_bound_while_gotos_hold
     _burst(mcp, [("alas_tools", {})] * 20)
     baseline = _burst(mcp, [("alas_tools", {})] * 20)
     transport = max(rtt - result["data"]["elapsed_ms"] / 1000 for _, result, rtt in baseline)
-    allowance = transport + JITTER_S
+    allowance = transport + TRANSPORT_SPREAD_S
     within(transport, 1.0, "MCP transport of 20 concurrent calls, wall (s)")
     assert body(mcp.call("alas_goto", {"page": "page_main"}))["ok"]
     pages = ["page_commission", "page_dock", "page_main", "page_reward"]
