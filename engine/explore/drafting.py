@@ -34,11 +34,9 @@ from engine.explore.recording import Recording
 from engine.explore.repeats import REPEAT_LIMIT
 from engine.explore.signatures import stable_signatures, unexplained
 from engine.explore.sketch import SAME_PAGE, similarity
+from engine.explore.words import Reader, TextBox
 
 Area = tuple[int, int, int, int]
-TextBox = tuple[str, float, Area]
-Reader = Callable[[np.ndarray], list[TextBox]]
-"""A frame -> the text lines on it: (text, confidence, box) (verifiers.ocr.find_text, adapted by the caller)."""
 Namer = Callable[[np.ndarray], str | None]
 """A frame -> the name a known graph gives it (--from), or None."""
 OTHERS_PER_PAGE = 2

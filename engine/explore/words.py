@@ -22,7 +22,9 @@ import numpy as np
 from engine.explore.sketch import Sketch, fine_differ
 
 Area = tuple[int, int, int, int]
-Reader = Callable[[np.ndarray], list[tuple[str, float, Area]]]
+TextBox = tuple[str, float, Area]
+"""One text line found on an image: its text, the reader's confidence, its box."""
+Reader = Callable[[np.ndarray], list[TextBox]]
 """An image -> the text lines on it: (text, confidence, box) (verifiers.ocr.find_text, adapted by the caller)."""
 Loader = Callable[[str], Any]
 """A frame's file (as the recording names it) -> the frame, or None."""
