@@ -18,9 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import cv2
 import numpy as np
 
+from benchmarks.moving_colour import moving_cells
 from engine.config.loader import load_graph
 from engine.explore import sketch as sk
 from engine.explore.atlas import STABLE_SLACK
@@ -53,10 +53,7 @@ def measure(seed: int, root: Path, words: Words, frames: dict) -> tuple[list[tup
         still = renderer.page(name)
         looks = [renderer.animate(name, still, APART_S * i) for i in range(LOOKS)]
         sketches = [sk.sketch(look) for look in looks]
-        cells = np.zeros(sketches[0].colour.shape[:2], bool)
-        for a, b in zip(sketches[:LEARN], sketches[1:LEARN]):
-            cells |= ~sk.cell_match(a, b)
-        cells = cv2.dilate(cells.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        cells = moving_cells(sketches[:LEARN])
         moving[name] = cells
         for i in range(LEARN, LOOKS):
             frames[f"{name}@{i}"] = looks[i]

@@ -48,6 +48,14 @@ def excused(frame: sk.Sketch, member: sk.Sketch, moving: np.ndarray) -> int:
         sk.MOVED_COLOUR = kept
 
 
+def moving_cells(sketches: list[sk.Sketch]) -> np.ndarray:
+    """The cells seen moving between consecutive looks, dilated by one cell, as engine.explore.atlas keeps them."""
+    moving = np.zeros(sketches[0].colour.shape[:2], bool)
+    for a, b in zip(sketches, sketches[1:]):
+        moving |= ~sk.cell_match(a, b)
+    return cv2.dilate(moving.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+
+
 def measure(seed: int, root: Path) -> tuple[list[tuple], list[tuple]]:
     """(same-page rows, other-page rows) of one generated game: (seed, page(s), mean colour apart)."""
     folder = generate(seed, root / f"game{seed}")
@@ -61,10 +69,7 @@ def measure(seed: int, root: Path) -> tuple[list[tuple], list[tuple]]:
             continue
         still = renderer.page(page.name)
         sketches = [sk.sketch(renderer.animate(page.name, still, APART_S * i)) for i in range(LOOKS)]
-        moving = np.zeros(sketches[0].colour.shape[:2], bool)
-        for a, b in zip(sketches[:LEARN], sketches[1:LEARN]):
-            moving |= ~sk.cell_match(a, b)
-        moving = cv2.dilate(moving.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        moving = moving_cells(sketches[:LEARN])
         if moving.any():
             looks[page.name] = (sketches, moving)
     same, other = [], []
