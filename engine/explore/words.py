@@ -6,10 +6,12 @@ them as one page, and the gotos to it arrived on either (issue 49: seed 15553's 
 word each on one shared band). What still tells them apart is finer than the cells and never moves by itself: the
 words. Where a frame and a member of a page differ in their fine drawing (engine.explore.sketch.fine_differ) outside
 the cells seen moving, the words read there on both are compared, letters only: a countdown, a counter or a badge
-changes digits, sparks and swaying art no letters, so they never split a page; another title does. Text found but
-not read (a script the reader does not know: the generator's CJK- and Hangul-like glyphs, Hangul for RapidOCR's
-models) is compared by its shape instead: the gray pixels inside the boxes where text was found, allowed to move
-by SHAPE_SHIFT pixels.
+changes digits, sparks and swaying art no letters, so they never split a page; another title does. Text not read
+with confidence, and text read with confidence but with no digit in it, is also compared by its shape: the gray
+pixels inside each box where text was found, allowed to move by SHAPE_SHIFT pixels. That tells apart text found
+but not read (a script the reader does not know: the generator's CJK- and Hangul-like glyphs, Hangul for RapidOCR's
+models) and text the reader guessed alike (generated seed 45: two glyph titles read "t" and "#t", the same
+letters); a line confidently read with a digit in it may be a clock, and its shape is never compared.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ PLACES = 3
 CONFIDENT = 0.5
 """Confidence from which a read line's letters count; below it the line is text found but not read."""
 SHAPE_SHIFT, SHAPE_INK, SHAPE_SHARE = 2, 48, 0.05
-"""Text found but not read differs when more than SHAPE_SHARE of the pixels inside its boxes differ in gray by more
-than SHAPE_INK however one is moved by up to SHAPE_SHIFT pixels."""
+"""A box of text differs when more than SHAPE_SHARE of its pixels differ in gray by more than SHAPE_INK however one
+crop is moved by up to SHAPE_SHIFT pixels."""
 CACHED = 512
 """Readings kept (frame file and place): a member is compared with many frames."""
 
@@ -50,22 +52,30 @@ def letters(lines: list[tuple[str, float, Area]]) -> str:
     return "".join(ch for text, _, _ in ordered for ch in text.casefold() if ch.isalpha())
 
 
-def unread(lines: list[tuple[str, float, Area]]) -> list[Area]:
-    """The boxes of lines found but not confidently read."""
-    return [tuple(line[2]) for line in lines if line[1] < CONFIDENT]
+def shaped(lines: list[tuple[str, float, Area]]) -> list[Area]:
+    """The boxes of the lines whose shape is compared: the lines found but not confidently read, and the lines read
+    confidently with no digit in them (one read with a digit may be a clock or a counter, which changes on one
+    page; an unsure reading's digits are guesses: generated seed 47's Hangul-like title read "8" at 0.24)."""
+    return [tuple(line[2]) for line in lines
+            if line[1] < CONFIDENT or not any(ch.isdigit() for ch in line[0])]
 
 
 def shapes_differ(a: np.ndarray, b: np.ndarray, boxes: list[Area]) -> bool:
-    """Whether two crops of one place differ inside `boxes` (text found on either) beyond a small move."""
-    x1, y1 = max(0, min(x[0] for x in boxes)), max(0, min(x[1] for x in boxes))
-    x2, y2 = min(a.shape[1], max(x[2] for x in boxes)), min(a.shape[0], max(x[3] for x in boxes))
-    if x2 <= x1 or y2 <= y1 or a.shape != b.shape:
-        return a.shape != b.shape
+    """Whether two crops of one place differ inside any of `boxes` (text found on either) beyond a small move."""
+    if a.shape != b.shape:
+        return True
     ga = cv2.cvtColor(a, cv2.COLOR_BGR2GRAY).astype(np.int16)
     gb = np.pad(cv2.cvtColor(b, cv2.COLOR_BGR2GRAY).astype(np.int16), SHAPE_SHIFT, mode="edge")
-    k, here = SHAPE_SHIFT, ga[y1:y2, x1:x2]
-    return min(float((np.abs(here - gb[k + y1 + dy:k + y2 + dy, k + x1 + dx:k + x2 + dx]) > SHAPE_INK).mean())
-               for dy in range(-k, k + 1) for dx in range(-k, k + 1)) > SHAPE_SHARE
+    k = SHAPE_SHIFT
+    for box in boxes:
+        x1, y1, x2, y2 = max(0, box[0]), max(0, box[1]), min(a.shape[1], box[2]), min(a.shape[0], box[3])
+        if x2 <= x1 or y2 <= y1:
+            continue
+        here = ga[y1:y2, x1:x2]
+        if min(float((np.abs(here - gb[k + y1 + dy:k + y2 + dy, k + x1 + dx:k + x2 + dx]) > SHAPE_INK).mean())
+               for dy in range(-k, k + 1) for dx in range(-k, k + 1)) > SHAPE_SHARE:
+            return True
+    return False
 
 
 def places(cells: np.ndarray, cell: int, size: tuple[int, int]) -> list[Area]:
@@ -99,7 +109,7 @@ class Words:
         return None if frame is None else np.ascontiguousarray(frame[box[1]:box[3], box[0]:box[2]])
 
     def _words(self, path: str, box: Area) -> tuple[str, list[Area]] | None:
-        """(the letters read confidently, the boxes of text found but not read) at `box` of the frame `path`."""
+        """(the letters read confidently, the boxes of text whose shape counts) at `box` of the frame `path`."""
         key = (path, box)
         if key not in self._read:
             crop = self._crop(path, box)
@@ -109,7 +119,7 @@ class Words:
             if len(self._read) >= CACHED:
                 self._read.clear()
             lines = self.reader(crop)
-            self._read[key] = (letters(lines), unread(lines))
+            self._read[key] = (letters(lines), shaped(lines))
         return self._read[key]
 
     def apart(self, frame: Sketch, member: Sketch, excused: Any, path: str | None, member_path: str | None) -> bool:

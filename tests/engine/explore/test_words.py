@@ -5,7 +5,8 @@ The pages are drawn by the project's game generator (engine.sim.generate): seed 
 (1080x2340, one shared backdrop, a word each on one band: the CI run of a41f6dc drafted them as one page, and 5 of
 its 10 gotos to it were false successes), and seed 6's page_ridge_expedition, whose countdown changes digits finer
 than a cell from second to second, and seed 9's page_enigma and page_champion (1600x900), titled in the generator's
-CJK-like glyphs that no reader reads. The reader is the explore command's own (RapidOCR through verifiers.ocr)."""
+CJK-like glyphs that no reader reads, and seed 45's page_field and page_realm, whose glyph titles the reader guesses
+as the same letters. The reader is the explore command's own (RapidOCR through verifiers.ocr)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from engine.config.loader import load_graph
 from engine.explore.atlas import Atlas
 from engine.explore.sketch import fine_differ, page_difference, sketch
-from engine.explore.words import Words, letters
+from engine.explore.words import Words, letters, shaped
 from engine.faces.commands.explore import _reader
 from engine.sim.generate import generate
 from engine.sim.style import style_beside
@@ -68,6 +69,26 @@ def test_two_pages_titled_in_a_script_nobody_reads_are_told_apart_by_the_shape_o
     assert not words.apart(enigma, enigma, None, "page_enigma", "page_enigma")
     again = {"page_enigma": frames["page_enigma"], "copy": frames["page_enigma"].copy()}
     assert not Words(reader, again.get).apart(enigma, enigma, None, "copy", "page_enigma")
+
+
+def test_two_titles_the_reader_guesses_alike_are_told_apart_by_their_shape(tmp_path, reader):
+    """Seed 45's page_field and page_realm (1280x720): glyph titles the reader reads with confidence as "t" and "#t",
+    the same letters; their shapes differ."""
+    game = renderer(45, tmp_path)
+    frames = {name: game.animate(name, game.page(name), 0.0) for name in ("page_field", "page_realm")}
+    field, realm = sketch(frames["page_field"]), sketch(frames["page_realm"])
+    assert page_difference(realm, field, None)[1] <= 1
+    words = Words(reader, frames.get)
+    assert words.apart(realm, field, None, "page_realm", "page_field")
+    assert words.apart(field, realm, None, "page_field", "page_realm")
+    again = {"page_field": frames["page_field"], "copy": frames["page_field"].copy()}
+    assert not Words(reader, again.get).apart(field, field, None, "copy", "page_field")
+
+
+def test_the_shape_of_a_line_confidently_read_with_a_digit_is_never_compared():
+    lines = [("06:13:10", 0.99, (0, 50, 100, 80)), ("t", 0.67, (0, 0, 50, 30)), ("", 0.1, (60, 0, 90, 30)),
+             ("8", 0.24, (100, 0, 130, 30))]
+    assert shaped(lines) == [(0, 0, 50, 30), (60, 0, 90, 30), (100, 0, 130, 30)]  # an unsure digit is a guess
 
 
 def test_a_countdown_ticking_finer_than_a_cell_stays_one_page(tmp_path, reader):
