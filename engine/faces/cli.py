@@ -106,9 +106,10 @@ def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = Tr
         parser.add_argument("--json", action="store_true", help="print the whole ToolResult as JSON")
 
 
-def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]], None] | None = None
-               ) -> tuple[Tools, Callable[[], None]]:
-    """Open a session from the parsed session options; returns its tools and the session's close."""
+def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]], None] | None = None, *,
+               navigation: bool = True) -> tuple[Tools, Callable[[], None]]:
+    """Open a session from the parsed session options; returns its tools and the session's close. `navigation`
+    False: the device's own tools only (engine.runtime.session.Session.navigation)."""
     from engine.runtime.session import open_session
 
     check_session_arguments(args)
@@ -117,7 +118,7 @@ def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]
         args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
         seed=args.seed, transcript_dir=args.transcript, policies_file=args.policies, adb_host=args.adb_host,
         adb_port=args.adb_port, control=getattr(args, "control", None), providers=providers,
-        schedule_db=schedule_db(),
+        schedule_db=schedule_db(), navigation=navigation,
     )
     session.tools.on_event = on_event
     return session.tools, session.close
@@ -252,11 +253,12 @@ def save_image(result: ToolResult, path: Path) -> None:
 
 
 def call_tool(args: argparse.Namespace, name: str, arguments: dict[str, Any], out: TextIO | None = None, *,
-              image: Path | None = None, tools: Tools | None = None) -> int:
-    """Open a session (unless `tools` is given), call one tool, print its result; the exit code says how it went."""
+              image: Path | None = None, tools: Tools | None = None, navigation: bool = True) -> int:
+    """Open a session (unless `tools` is given; `navigation` as open_tools), call one tool, print its result; the
+    exit code says how it went."""
     close: Callable[[], None] = lambda: None
     if tools is None:
-        tools, close = open_tools(args, on_event=progress)
+        tools, close = open_tools(args, on_event=progress, navigation=navigation)
     try:
         result = tools.call(name, arguments)
         if image is not None and result.png:

@@ -61,6 +61,9 @@ class Session:
     """Runners of outside tasks (engine.tasks.providers), killed when the session closes."""
     clock: Callable[[], float] | None = None
     sleep: Callable[[float], None] | None = None
+    navigation: bool = True
+    """False: the device's own tools only (health, a screenshot): no observer, navigator or task book is built, so a
+    command that needs none answers sooner (bare ``health`` on the built-in simulator: issue 47 point 6)."""
     schedule_db: str | Path | None = None
     """The scheduler's database: when it exists and the graph has a schedule, alas_tools shows each task's next run
     and alas_run claims a due run in it (engine.runtime.schedhook), as the scheduler does."""
@@ -76,7 +79,7 @@ class Session:
     def __post_init__(self) -> None:
         from engine.runtime.tools import Tools
 
-        if self.assets is not None:
+        if self.assets is not None and self.navigation:
             self._open_navigation()
         timing = {key: value for key, value in (("clock", self.clock), ("sleep", self.sleep)) if value is not None}
         self.tools = Tools.from_session(self, providers=self.providers, schedule=self._schedule_hook(), **timing)
@@ -158,6 +161,7 @@ def open_session(
     control: str | None = None,
     providers: list[Any] | None = None,
     schedule_db: str | Path | None = None,
+    navigation: bool = True,
 ) -> Session:
     """Open everything a navigation needs.
 
@@ -175,6 +179,7 @@ def open_session(
         providers: runners of outside tasks (engine.tasks.providers, e.g. alas_wrapped's), killed when the session
         closes.
         schedule_db: the scheduler's database, shared when it exists (Session.schedule_db).
+        navigation: False opens the device's own tools only (Session.navigation).
 
     Raises:
         ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named
@@ -197,7 +202,7 @@ def open_session(
                        bundle_dir=bundle_dir, unavailable=unavailable,
                        skills_path=Path(skills) if skills is not None else _default_skills(graph),
                        graph_dir=graph_dir, providers=tuple(providers or ()), clock=clock, sleep=sleep,
-                       schedule_db=schedule_db, _closers=closers)
+                       schedule_db=schedule_db, navigation=navigation, _closers=closers)
     except BaseException:
         _close_all(closers)
         raise

@@ -44,7 +44,7 @@ def _health(args: argparse.Namespace) -> int:
             early = _device_not_there(args)
             if early is not None:
                 return early
-    return call_tool(args, "adb_health", {})
+    return call_tool(args, "adb_health", {}, navigation=False)  # the device's probe: no observer or navigator
 
 
 def _device_not_there(args: argparse.Namespace) -> int | None:
@@ -80,4 +80,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     shot = sub.add_parser("screenshot", help="save one frame at the graph's resolution (a black frame is reported)")
     shot.add_argument("out", metavar="OUT.png", help="the PNG file to write")
     add_session_arguments(shot)
-    shot.set_defaults(handler=lambda a: call_tool(a, "adb_screenshot", {}, image=check_image_path(a.out)))
+    shot.set_defaults(handler=lambda a: call_tool(a, "adb_screenshot", {}, image=check_image_path(a.out),
+                                                  navigation=False))

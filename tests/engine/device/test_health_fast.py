@@ -73,14 +73,26 @@ def test_the_engines_own_server_gone(env, tmp_path, dead_port):
     _check(env, "(pid 4242) is gone")
 
 
+SIM_RATIO = 4.5
+"""Bare health on the built-in simulator may cost this many start-ups. Measured 2026-11-29: 0.86-0.90 s against a
+start-up of 0.36-0.38 s, a ratio of 2.29-2.50 over 5 runs idle, 1.8-2.3 over 3 beside a suite's run and two busy
+loops (1.06 s before the session stopped building its observer and navigator for health); 4.5 leaves 1.8x over the
+largest, and 4.5 start-ups idle is 1.7 s, inside the tool surface's promise of 2 s."""
+
+
 def test_with_no_serial_and_no_server_it_says_so_and_starts_none(env, dead_port):
     """Bare ``health`` (no serial: the scan picks) with no ADB server says there is none at the address it looked
     at and answers on the built-in simulator, starting no server (the scan probes the emulators' ports itself). Its
-    time is the simulator's session (a graph loaded, an observer built), not a server's start: not bounded here."""
-    _, done = _run(["health", "--json"], {**env, "ENGINE_ADB": "adb"})
+    time is the scan and the simulator's device (a graph loaded, the simulator started), no observer or navigator
+    (engine.runtime.session.Session.navigation): a ratio to the start-up, as above."""
+    here = {**env, "ENGINE_ADB": "adb"}
+    baseline, _ = _fastest(STARTUP, here)
+    took, done = _fastest(["health", "--json"], here)
     assert f"no ADB server at 127.0.0.1:{dead_port} (none was started)" in done.stderr, done.stderr
     assert "built-in simulator" in done.stderr and json.loads(done.stdout)["ok"] is True
     assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "none"
+    print(f"bare health {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}")
+    within(took, SIM_RATIO * baseline, "bare health on the built-in simulator, no ADB server, wall (s)")
 
 
 def test_the_sentences_in_process(dead_port, hung_server, closing_server, tmp_path, monkeypatch):
