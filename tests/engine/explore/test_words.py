@@ -31,6 +31,21 @@ def renderer(seed: int, root: Path) -> StyledRenderer:
     return StyledRenderer(load_graph(folder).resolve("en"), style_beside(folder))
 
 
+def alike(seed: int, names: tuple[str, str], root: Path) -> tuple[dict, list]:
+    """Two pages of a generated game drawn at rest, and their sketches; the cells alone call them one page."""
+    game = renderer(seed, root)
+    frames = {name: game.animate(name, game.page(name), 0.0) for name in names}
+    sketches = [sketch(frames[name]) for name in names]
+    assert page_difference(sketches[1], sketches[0], None)[1] <= 1
+    return frames, sketches
+
+
+def copy_apart(reader, frames: dict, name: str, drawn) -> bool:
+    """Whether a copy of one page's frame (another file, the same pixels) is told apart from it."""
+    again = {name: frames[name], "copy": frames[name].copy()}
+    return Words(reader, again.get).apart(drawn, drawn, None, "copy", name)
+
+
 @pytest.fixture(scope="module")
 def reader():
     return _reader()
@@ -60,29 +75,21 @@ def test_two_pages_alike_but_for_their_title_are_two_pages(tmp_path, reader):
 
 
 def test_two_pages_titled_in_a_script_nobody_reads_are_told_apart_by_the_shape_of_their_text(tmp_path, reader):
-    game = renderer(9, tmp_path)
-    frames = {name: game.animate(name, game.page(name), 0.0) for name in ("page_enigma", "page_champion")}
-    enigma, champion = sketch(frames["page_enigma"]), sketch(frames["page_champion"])
-    assert page_difference(champion, enigma, None)[1] <= 1
+    frames, (enigma, champion) = alike(9, ("page_enigma", "page_champion"), tmp_path)
     words = Words(reader, frames.get)
     assert words.apart(champion, enigma, None, "page_champion", "page_enigma")
     assert not words.apart(enigma, enigma, None, "page_enigma", "page_enigma")
-    again = {"page_enigma": frames["page_enigma"], "copy": frames["page_enigma"].copy()}
-    assert not Words(reader, again.get).apart(enigma, enigma, None, "copy", "page_enigma")
+    assert not copy_apart(reader, frames, "page_enigma", enigma)
 
 
 def test_two_titles_the_reader_guesses_alike_are_told_apart_by_their_shape(tmp_path, reader):
     """Seed 45's page_field and page_realm (1280x720): glyph titles the reader reads with confidence as "t" and "#t",
     the same letters; their shapes differ."""
-    game = renderer(45, tmp_path)
-    frames = {name: game.animate(name, game.page(name), 0.0) for name in ("page_field", "page_realm")}
-    field, realm = sketch(frames["page_field"]), sketch(frames["page_realm"])
-    assert page_difference(realm, field, None)[1] <= 1
+    frames, (field, realm) = alike(45, ("page_field", "page_realm"), tmp_path)
     words = Words(reader, frames.get)
     assert words.apart(realm, field, None, "page_realm", "page_field")
     assert words.apart(field, realm, None, "page_field", "page_realm")
-    again = {"page_field": frames["page_field"], "copy": frames["page_field"].copy()}
-    assert not Words(reader, again.get).apart(field, field, None, "copy", "page_field")
+    assert not copy_apart(reader, frames, "page_field", field)
 
 
 def test_the_shape_of_a_line_confidently_read_with_a_digit_is_never_compared():
