@@ -182,18 +182,30 @@ def installed(paths: Iterable[str | Path] = ()) -> Found:
 
 
 def _server_list(client: BoundedClient, bound: float) -> tuple[list[tuple[str, str]], dict, list[str]]:
-    """(serial, state) rows of the ADB server, what it is, and problems; never starts a server."""
-    server = {"address": f"{client.host}:{client.port}", "running": False, "version": None}
+    """(serial, state) rows of the ADB server, what it is, and problems; never starts a server. The server's
+    ``host:version`` is waited for as health waits for it (adbserver.SERVER_PROBE_BOUND): one that accepts and says
+    nothing by then is a dead server, said so (``server["down"]``), and the scan does not spend its bound on it."""
+    from engine.device.adbserver import SERVER_PROBE_BOUND
+
+    address = f"{client.host}:{client.port}"
+    server = {"address": address, "running": False, "version": None, "down": None}
+    wait_s, version = min(bound, SERVER_PROBE_BOUND), None
     try:
-        with client.bounded(bound):
+        with client.bounded(wait_s):
             version = client.server_version()
+        with client.bounded(bound):
             rows = [(info.serial, info.state) for info in client.list()]
     except Exception as exc:  # noqa: BLE001 - any failure is reported as a problem of this source
         text = str(exc)
         if "refused" in text.lower():
-            return [], server, [f"no ADB server at {server['address']} (the scan starts none; it probes the "
-                                "emulators' ports itself)"]
-        return [], server, [f"the ADB server at {server['address']} did not answer: {text}"]
+            server["down"] = f"no ADB server at {address}"
+            return [], server, [f"no ADB server at {address} (the scan starts none; it probes the emulators' ports "
+                                "itself)"]
+        if version is None and "timeout" in (type(exc).__name__ + text).lower():
+            server.update(running=None, down=f"dead ADB server at {address}: it accepts connections but does not "
+                                             f"answer host:version within {wait_s:.1f} s")
+            return [], server, [f"the ADB server at {address} did not answer: {server['down']}"]
+        return [], server, [f"the ADB server at {address} did not answer: {text}"]
     server.update(running=True, version=version)
     return rows, server, []
 
@@ -259,7 +271,8 @@ def scan(*, adb_host: str | None = None, adb_port: int | None = None, emulator_p
         left = max(0.1, bound - (time.monotonic() - start) - DETAIL_BOUND)
         wait([listed_f, *probes.values()], timeout=left)
         listed, server, problems = listed_f.result() if listed_f.done() else (
-            [], {"address": f"{host}:{port}", "running": None, "version": None},
+            [], {"address": f"{host}:{port}", "running": None, "version": None,
+                 "down": f"the ADB server at {host}:{port} did not answer in time"},
             [f"the ADB server at {host}:{port} did not answer in time"])
         answers = {p: f.result() for p, f in probes.items() if f.done()}
         unanswered = sorted(p for p, f in probes.items() if not f.done())

@@ -39,7 +39,8 @@ def resolve_serial(args: argparse.Namespace) -> None:
     if not usable:
         args.serial = None
         server = found.server or {}
-        why = "" if server.get("running") else f", no ADB server at {server.get('address')} (none was started)"
+        down = server.get("down") or f"no ADB server at {server.get('address')}"  # or a dead one: which, said
+        why = "" if server.get("running") else f", {down}" + (" (none was started)" if down.startswith("no ") else "")
         print(f"device: no device found ({found.elapsed_ms:.0f} ms scan{why}); using the built-in simulator "
               "(`python -m engine devices` says what was looked at)", file=sys.stderr)
         return

@@ -206,6 +206,9 @@ def test_a_hung_adb_server_keeps_the_scan_inside_its_bound(no_env, hung_server):
     print(f"scan against a hung server: {elapsed * 1000:.0f} ms")
     within(elapsed, 3.0, "scan against a hung adb server, wall (s)")  # bound 1 s, 3x headroom
     assert any("did not answer" in p for p in found.problems)
+    assert "did not answer" in found.server["down"] and found.server["running"] is None
+    found = discovery.scan(adb_port=hung_server.port, ports=[])  # its own bound: the server waited for as health does
+    assert found.server["down"].startswith(f"dead ADB server at 127.0.0.1:{hung_server.port}: it accepts")  # which
 
 
 # ------------------------------------------------------------------------------------------- --serial auto

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +19,8 @@ import pytest
 
 from engine.device import adbserver
 from tests.speed import within
+
+ADB = shutil.which("adb")
 
 RATIO = 3.0
 """health may cost this many start-ups (0.45 s here idle: 1.4 s, under the tool surface's promise of 2 s)."""
@@ -80,12 +83,14 @@ loops (1.06 s before the session stopped building its observer and navigator for
 largest, and 4.5 start-ups idle is 1.7 s, inside the tool surface's promise of 2 s."""
 
 
-def test_with_no_serial_and_no_server_it_says_so_and_starts_none(env, dead_port):
+@pytest.mark.parametrize("adb", ["adb", "/bin/false"], ids=["no server", "one that cannot be started"])
+def test_with_no_serial_and_no_server_it_says_so_and_starts_none(env, dead_port, adb):
     """Bare ``health`` (no serial: the scan picks) with no ADB server says there is none at the address it looked
-    at and answers on the built-in simulator, starting no server (the scan probes the emulators' ports itself). Its
-    time is the scan and the simulator's device (a graph loaded, the simulator started), no observer or navigator
-    (engine.runtime.session.Session.navigation): a ratio to the start-up, as above."""
-    here = {**env, "ENGINE_ADB": "adb"}
+    at and answers on the built-in simulator, starting no server (the scan probes the emulators' ports itself), so
+    an adb that cannot start one costs nothing either. Its time is the scan and the simulator's device (a graph
+    loaded, the simulator started), no observer or navigator (engine.runtime.session.Session.navigation): a ratio
+    to the start-up, as above."""
+    here = {**env, "ENGINE_ADB": adb}
     baseline, _ = _fastest(STARTUP, here)
     took, done = _fastest(["health", "--json"], here)
     assert f"no ADB server at 127.0.0.1:{dead_port} (none was started)" in done.stderr, done.stderr
@@ -93,6 +98,45 @@ def test_with_no_serial_and_no_server_it_says_so_and_starts_none(env, dead_port)
     assert adbserver.probe_server("127.0.0.1", dead_port)[0] == "none"
     print(f"bare health {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}")
     within(took, SIM_RATIO * baseline, "bare health on the built-in simulator, no ADB server, wall (s)")
+
+
+def test_with_no_serial_and_a_dead_server_it_says_so(env, hung_server):
+    """Bare ``health`` against a dead server (it accepts and says nothing) says it is a dead one, not that there is
+    none, and waits on its host:version as long as health with a serial does (adbserver.SERVER_PROBE_BOUND, added
+    to the bound as the behaviour it is); the scan's own bound (discovery.SCAN_BOUND, half of it for the server)
+    took 1.5 s here before, 3.0-3.2 s for the process against 0.6 s of start-up (2026-11-30), over the 2 s."""
+    here = {**env, "ANDROID_ADB_SERVER_PORT": str(hung_server.port), "ENGINE_ADB": "adb"}
+    baseline, _ = _fastest(STARTUP, here)
+    took, done = _fastest(["health", "--json"], here)
+    assert f"dead ADB server at 127.0.0.1:{hung_server.port}" in done.stderr, done.stderr
+    assert "built-in simulator" in done.stderr and json.loads(done.stdout)["ok"] is True
+    print(f"bare health, dead server {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}")
+    within(took, SIM_RATIO * baseline + adbserver.SERVER_PROBE_BOUND,
+           "bare health on the built-in simulator, a dead ADB server, wall (s)")
+
+
+@pytest.mark.skipif(ADB is None, reason="Debian's adb is not installed (scripts/install-system-deps.sh)")
+def test_no_server_where_one_can_be_started_it_starts_one_and_says_so(env, dead_port):
+    """The fourth answer of point 6's first case: no server, and Debian's adb can start one (on this test's own
+    port): health starts it as any adb client does, says so, and answers for the device; the server is killed at the
+    end. Timed as the cases above, each run against no server (the one the last run started is killed first)."""
+    here = {**env, "ENGINE_ADB": ADB, "ADBUTILS_ADB_PATH": ADB}
+    baseline, _ = _fastest(STARTUP, here)
+    runs = []
+    try:
+        for _ in range(3):
+            runs.append(_run(["health", "--serial", "127.0.0.1:5599", "--json"], here))
+            subprocess.run([ADB, "-P", str(dead_port), "kill-server"], capture_output=True, timeout=20, env=here,
+                           stdin=subprocess.DEVNULL)
+    finally:
+        subprocess.run([ADB, "-P", str(dead_port), "kill-server"], capture_output=True, timeout=20, env=here,
+                       stdin=subprocess.DEVNULL)
+    took, done = min(runs, key=lambda t: t[0])
+    assert f"no ADB server at 127.0.0.1:{dead_port}; started one (1.0." in done.stderr, done.stderr
+    body = json.loads(done.stdout)
+    assert body["status"] == "device_missing" and "127.0.0.1:5599 is not among" in body["text"], done.stdout
+    print(f"health, a server started {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}")
+    within(took, RATIO * baseline, "health with no adb server, one started, wall (s)")
 
 
 def test_the_sentences_in_process(dead_port, hung_server, closing_server, tmp_path, monkeypatch):
