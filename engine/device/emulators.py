@@ -271,6 +271,31 @@ def bluestacks_data_folders() -> list[Path]:
     return folders
 
 
+LDPLAYER_KEYS = (r"SOFTWARE\leidian\ldplayer", r"SOFTWARE\leidian\ldplayer9", r"SOFTWARE\leidian\ldplayer14")
+"""The registry keys whose ``InstallDir`` names an LDPlayer install (3/4, 9, 14), as ALAS reads them."""
+
+
+def ldplayer_install_folders() -> list[Path]:
+    """LDPlayer's install folders as its registry names them (``InstallDir`` of each of LDPLAYER_KEYS, the user's
+    hive first, then the machine's; Windows only), for an install outside the standard folders (another drive).
+    Source: ALAS emulator_windows.py EmulatorManager.all_emulators ("LDPlayer install path") and
+    get_install_dir_from_reg."""
+    if sys.platform != "win32":
+        return []
+    import winreg  # noqa: PLC0415 - Windows only
+
+    folders = []
+    for key in LDPLAYER_KEYS:
+        for hive in (winreg.HKEY_CURRENT_USER, winreg.HKEY_LOCAL_MACHINE):
+            try:
+                with winreg.OpenKey(hive, key) as reg:
+                    folders.append(Path(winreg.QueryValueEx(reg, "InstallDir")[0]))
+                    break
+            except OSError:
+                continue
+    return folders
+
+
 def _vbox_family(emulator: str, vms: Path, ext: str, restart: Callable[[str], tuple[str, ...]]) -> Found:
     found = Found()
     for folder in _folders(vms, found):
@@ -347,8 +372,9 @@ def standard_folders() -> list[tuple[Emulator, Path]]:
             path = Path(os.path.expandvars(folder))
             if "%" not in str(path) and path.is_dir():
                 pairs.append((emulator, path))
-        if emulator.read is read_bluestacks5:  # a data folder moved elsewhere, as the registry says
-            pairs += [(emulator, p) for p in bluestacks_data_folders() if p.is_dir() and (emulator, p) not in pairs]
+        moved = {read_bluestacks5: bluestacks_data_folders, read_ldplayer: ldplayer_install_folders}.get(emulator.read)
+        if moved is not None:  # a folder elsewhere (another drive), as the emulator's registry keys say
+            pairs += [(emulator, p) for p in moved() if p.is_dir() and (emulator, p) not in pairs]
     return pairs
 
 

@@ -113,3 +113,28 @@ def bluestacks5_hyperv(root: Path, ports: dict[str, int]) -> Path:
     port rewritten at launch. Follows ALAS module/device/connection_attr.py find_bluestacks5_hyperv (the names it
     matches for bluestacks5-hyperv and bluestacks5-hyperv-N) and emulator_windows.py iter_instances (BlueStacks5)."""
     return bluestacks5(root, ports)
+
+
+class FakeWinreg:
+    """The part of Python's ``winreg`` the readers use (OpenKey as a context manager, QueryValueEx, the two hives),
+    over a dict {(hive, key): {value name: value}}; a key not in it raises FileNotFoundError as winreg does. The keys
+    are the ones ALAS reads: SOFTWARE\\leidian\\ldplayer[9|14] InstallDir, user hive first (emulator_windows.py
+    EmulatorManager.get_install_dir_from_reg), and SOFTWARE\\BlueStacks_nxt[_cn] UserDefinedDir in the machine hive
+    (connection_attr.py find_bluestacks5_hyperv, emulator_windows.py iter_instances)."""
+
+    HKEY_CURRENT_USER, HKEY_LOCAL_MACHINE = "HKCU", "HKLM"
+
+    def __init__(self, keys: dict[tuple[str, str], dict[str, str]]) -> None:
+        self.keys = keys
+
+    def OpenKey(self, hive: str, key: str):  # noqa: N802 - winreg's own name
+        import contextlib
+
+        if (hive, key) not in self.keys:
+            raise FileNotFoundError(2, "The system cannot find the file specified")
+        return contextlib.nullcontext(self.keys[(hive, key)])
+
+    def QueryValueEx(self, reg: dict[str, str], name: str) -> tuple[str, int]:  # noqa: N802
+        if name not in reg:
+            raise FileNotFoundError(2, "The system cannot find the file specified")
+        return reg[name], 1  # REG_SZ

@@ -53,3 +53,30 @@ def test_bluestacks5_hyperv_instances_and_alas_names(tmp_path, monkeypatch):
                               scenario=None, seed=None)
     resolve_serial(args)
     assert args.serial == "127.0.0.1:5575"
+
+
+def test_ldplayer_and_bluestacks5_folders_elsewhere_are_found_through_their_registry_keys(tmp_path, monkeypatch):
+    """An LDPlayer 9 on another drive and an LDPlayer 14 (ALAS added both keys' InstallDir, 960db91be), and a
+    BlueStacks 5 data folder moved by its UserDefinedDir, are read as the standard folders are; the user's hive
+    wins over the machine's for LDPlayer, as in ALAS get_install_dir_from_reg."""
+    import sys
+
+    ld9 = installs.ldplayer(tmp_path / "D" / "leidian" / "LDPlayer9", 2)
+    ld14 = installs.ldplayer(tmp_path / "E" / "LDPlayer14", 1)
+    bs = installs.bluestacks5_hyperv(tmp_path / "F" / "BlueStacks_nxt", {"Rvc64": 5555, "Rvc64_1": 5575})
+    fake = installs.FakeWinreg({
+        ("HKCU", r"SOFTWARE\leidian\ldplayer9"): {"InstallDir": str(ld9)},
+        ("HKLM", r"SOFTWARE\leidian\ldplayer9"): {"InstallDir": str(tmp_path / "gone")},
+        ("HKLM", r"SOFTWARE\leidian\ldplayer14"): {"InstallDir": str(ld14)},
+        ("HKLM", r"SOFTWARE\BlueStacks_nxt"): {"UserDefinedDir": str(bs)},
+    })
+    monkeypatch.setitem(sys.modules, "winreg", fake)
+    monkeypatch.setattr(emulators.sys, "platform", "win32")
+    monkeypatch.setattr(emulators, "_ldconsole_titles", lambda console, found: {})  # no ldconsole.exe to run here
+    assert emulators.ldplayer_install_folders() == [ld9, ld14]
+    assert emulators.bluestacks_data_folders() == [bs]
+    pairs = {(e.name, str(p)) for e, p in emulators.standard_folders()}
+    assert {("LDPlayer", str(ld9)), ("LDPlayer", str(ld14)), ("BlueStacks 5", str(bs))} <= pairs
+    ports = sorted((i.emulator, i.port) for i in discovery.installed().instances)
+    assert ports == [("BlueStacks 5", 5555), ("BlueStacks 5", 5575), ("LDPlayer", 5555), ("LDPlayer", 5555),
+                     ("LDPlayer", 5557)]
