@@ -34,7 +34,7 @@ for this long has settled: it animates, and nothing else is coming. Without it a
 the whole LONGEST wait per action (issue 45: 4 actions in 30 s on a generated game with particles). Once the cells
 that move on a page are known (settle's `moving_of`), it settles after QUIET as a still one does: most taps do
 nothing, and each cost 1.5 s on an animated page (issue 45: 1.7 s an action, 90 actions in 3.7 min)."""
-ANIMATED_NEW = 8.0
+ANIMATED_NEW = 3.0
 """The same for a screen never seen before: a loading screen's growing progress bar changes a few cells too, and it
 must be given the time to go where it goes (a loading screen of a generated game was drafted as a page at 1.5 s)."""
 LONGEST = 30.0

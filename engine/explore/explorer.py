@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -26,8 +26,10 @@ from engine.core.errors import DeviceError
 from engine.explore import dismiss
 from engine.explore.atlas import Atlas, Here, PageNode, action_key, key_action
 from engine.explore.effects import LONGEST, Settled, settle
+from engine.explore.priority import Priority
 from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
+from engine.explore.routes import first_action
 from engine.explore.repeats import FruitlessRestarts, RepeatGuard
 from engine.explore.sketch import changed, sketch
 from engine.explore.words import Reader, Words
@@ -82,6 +84,8 @@ class Explorer:
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
         self.second_round = False
         """Set once all work is done: what did nothing once is tried once more on every page."""
+        self.priority = Priority()
+        """Which untried tap first, and which wait for the thorough pass (engine.explore.priority)."""
 
     # ------------------------------------------------------------------ budget
 
@@ -148,9 +152,8 @@ class Explorer:
                 t = self.recording.read(rel)
                 if t is not None:
                     transients.append((sketch(t), rel))
-            came_by = self._came_by(entry["action"])
-            sk = sketch(frame)
-            self.atlas.absorb(entry["action"], sk, entry["frame"], transients, moving=unpack_cells(entry.get("moving"), sk))
+            came_by, sk = self._came_by(entry["action"]), sketch(frame)
+            self._absorb(entry["action"], sk, entry["frame"], transients, unpack_cells(entry.get("moving"), sk))
             self._prepare(frame, came_by)
             if entry["action"].get("type") in ("tap", "swipe", "key"):
                 self.taps += 1
@@ -177,6 +180,7 @@ class Explorer:
             page = self.atlas.pages[here.page]
             if not page.actions:
                 page.actions = page_actions(frame, page.moving)
+                self.priority.describe(page.id, frame, page.actions)
                 if came_by is not None and any(o[0] == "page" and o[1] != page.id for o in
                                                self.atlas.pages[came_by[0]].results.get(came_by[1], ())):
                     # A new screen where the same action led to a known page before: a detour (an event's splash,
@@ -223,12 +227,20 @@ class Explorer:
         self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         came_by = self._came_by(action)
-        here = self.atlas.absorb(action, settled.sketch, entry["frame"], transients, moving=settled.moving)
+        here = self._absorb(action, settled.sketch, entry["frame"], transients, settled.moving)
         if here.kind == "popup" and before.kind == "popup" and before.popup == here.popup:
             self._popup_tries[action_key(action)] += 1
         else:
             self._popup_tries = Counter()  # a new showing
         self._prepare(settled.frame, came_by)
+        return here
+
+    def _absorb(self, action: dict[str, Any], sk: Any, rel: str, transients: list, moving: Any) -> Here:
+        """The atlas learns where `action` led; the priority learns whether a tap changed the screen."""
+        before = self.atlas.here
+        here = self.atlas.absorb(action, sk, rel, transients, moving=moving)
+        if before.kind == "page" and before.page is not None:
+            self.priority.saw(before.page, action, here != before)
         return here
 
     def _settle(self, before, action: dict[str, Any] | None = None) -> Settled:
@@ -285,9 +297,10 @@ class Explorer:
         # A dead end is swept only where the game starts (a title screen that starts on a tap anywhere); anywhere
         # else it may be outside the game (a home screen, where a grid of taps would open other apps).
         grid_ok = (not exits and page.id == self.atlas.start) or self.sweeping == page.id
-        for action in page.actions:
-            if page.tried[action_key(action)] == 0 and (grid_ok or not action.get("grid")):
-                return action
+        untried = [a for a in page.actions if page.tried[action_key(a)] == 0 and (grid_ok or not a.get("grid"))
+                   and not self.priority.put_off(page.id, a)]
+        if untried:
+            return self.priority.order(page.id, untried)[0]
         if grid_ok and page.swept < self.sweep_level(page) and not page.loading and page.actions:
             self._sweep(page)
             return self._work(page)
@@ -338,33 +351,14 @@ class Explorer:
 
     def _route(self, start: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from `start` to a page with work left."""
-        return self._first_action(start, lambda at: at != start and self._has_work(self.atlas.pages[at]))
+        return first_action(self.atlas, self.repeats.allowed, start, lambda at: at != start and self._has_work(self.atlas.pages[at]))
 
     def _route_to(self, target: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from here to `target` (None: here already, or no route)."""
         here = self.atlas.here
         if here.kind != "page" or here.page == target:
             return None
-        return self._first_action(here.page, lambda at: at == target)
-
-    def _first_action(self, start: int, reached: Callable[[int], bool]) -> dict[str, Any] | None:
-        """Breadth first over the links known to lead to a page (loading screens excluded): the first action of the
-        shortest route from `start` to a page `reached` accepts, or None."""
-        firsts: dict[int, dict[str, Any] | None] = {start: None}
-        queue = deque([start])
-        while queue:
-            at = queue.popleft()
-            if reached(at):
-                return firsts[at]
-            for action in self.atlas.pages[at].taken.values():
-                if not self.repeats.allowed(Here("page", at), action):
-                    continue  # given up there (engine.explore.repeats): a route through it loops
-                best = self.atlas.outcome(at, action_key(action))
-                if best is None or best[0] != "page" or best[1] in firsts or self.atlas.pages[best[1]].loading:
-                    continue
-                firsts[best[1]] = firsts[at] or action
-                queue.append(best[1])
-        return None
+        return first_action(self.atlas, self.repeats.allowed, here.page, lambda at: at == target)
 
     def _restart_or_stop(self) -> dict[str, Any] | None:
         if self._just_restarted():
@@ -377,6 +371,9 @@ class Explorer:
             if route is not None:
                 return route
         idle = not any(self._has_work(p) for p in self.atlas.pages)
+        if idle and not self.priority.thorough:  # the taps put off (engine.explore.priority) are work now
+            self.priority.thorough = True
+            return self._choose()
         if idle and self.atlas.link_stays and not self.second_round:
             # Every visible action tried in a game seen dropping a tap (a known link that once did nothing): one
             # dropped tap hides a page and all behind it, so before grids of taps, what did nothing once is tried

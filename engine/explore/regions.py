@@ -121,10 +121,38 @@ def page_actions(frame: np.ndarray, moving: np.ndarray | None = None) -> list[di
     cells (engine.explore.effects.Settled.moving: swaying art, a ticking timer, sparks) after all of those: what
     moves by itself is seldom a button, and a generated game's page offered ten of them before its last link."""
     h, w = frame.shape[:2]
-    found = tappable(frame) + bar_gaps(frame)
-    taps = [{"type": "tap", "point": list(centre(a)), "area": list(a)} for a in found]
-    still = [t for t in taps if not _on_moving(t["area"], moving, cell_size((w, h)))]
+    regions, gaps = tappable(frame), bar_gaps(frame)
+    pieces = [a for a, alone in _found(frame)[1] if not alone]
+    cell = cell_size((w, h))
+    taps = [{"type": "tap", "point": list(centre(a)), "area": list(a),
+             "kind": tap_kind(a, (w, h), gap=a in gaps, piece=any(_within(a, p) for p in pieces),
+                              moving=_on_moving(list(a), moving, cell))} for a in regions + gaps]
+    still = [t for t in taps if not t["kind"].endswith("moving")]
     return still + [{"type": "key", "key": "back"}] + _swipes((w, h)) + [t for t in taps if t not in still]
+
+
+BAND = 0.1
+"""Share of the screen's height that is its top (or bottom) band, where games keep their bars."""
+
+
+def tap_kind(area: Area, size: tuple[int, int], *, gap: bool, piece: bool, moving: bool) -> str:
+    """What a tap candidate is, as engine.explore.priority tallies it: a hole in a bar, a piece cut from a bigger
+    blob or a blob on its own; tiny, small or large against the grid's cell; in the top band, the bottom band (with
+    its third across: bars keep their buttons in place) or between; on cells that move by themselves or still."""
+    w, h = size
+    cell = cell_size(size)
+    share = (area[2] - area[0]) * (area[3] - area[1]) / float(cell * cell)
+    y, x = (area[1] + area[3]) / 2 / h, (area[0] + area[2]) / 2 / w
+    band = "top" if y < BAND else "bottom" if y > 1 - BAND else "middle"
+    if band != "middle":
+        band += ("-left", "-centre", "-right")[min(2, int(x * 3))]
+    return "/".join(("gap" if gap else "piece" if piece else "blob",
+                     "tiny" if share < 0.15 else "small" if share < 0.6 else "large", band,
+                     "moving" if moving else "still"))
+
+
+def _within(a: Area, b: Area) -> bool:
+    return b[0] <= a[0] and b[1] <= a[1] and a[2] <= b[2] and a[3] <= b[3]
 
 
 def _on_moving(area: list[int], moving: np.ndarray | None, cell: int) -> bool:

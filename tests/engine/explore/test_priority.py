@@ -1,0 +1,84 @@
+"""Which untried tap the explorer takes first (engine.explore.priority): learnt from what taps of the same kind did,
+and from taps that did nothing where another page shows the same thing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.explore.priority import Priority
+from engine.explore.regions import page_actions, tap_kind
+
+SIZE = (1280, 720)
+
+
+def tap(x: int, y: int, kind: str, side: int = 40) -> dict:
+    return {"type": "tap", "point": [x, y], "area": [x - side // 2, y - side // 2, x + side // 2, y + side // 2],
+            "kind": kind}
+
+
+def frame_with(*boxes: tuple[int, int, int, int, int]) -> np.ndarray:
+    frame = np.full((SIZE[1], SIZE[0], 3), 30, np.uint8)
+    for x1, y1, x2, y2, gray in boxes:
+        frame[y1:y2, x1:x2] = gray
+    return frame
+
+
+def test_a_kind_is_never_put_off_by_its_rate_only_ordered():
+    """Taps of a kind that did nothing on four pages are still work on the fifth (kinds conflate: a list's rows and a
+    figure's pieces are both pieces of a bigger blob), behind a kind that led somewhere."""
+    priority = Priority()
+    frame = frame_with()
+    pieces = [tap(100 + 30 * i, 300, "piece/small/middle/still", 20) for i in range(6)]
+    button = tap(640, 500, "blob/large/middle/still", 120)
+    for page in range(4):
+        priority.describe(page, frame, [pieces[page], button])
+        priority.saw(page, pieces[page], changed=False)
+        priority.saw(page, button, changed=True)
+    priority.describe(9, frame, [pieces[5], button])
+    assert not priority.put_off(9, pieces[5])
+    assert priority.order(9, [pieces[5], button]) == [button, pieces[5]]
+
+
+def test_a_tap_where_another_page_shows_the_same_thing_and_a_tap_did_nothing_is_put_off():
+    """A bar every page shows: its look at its place, tapped once in vain, is put off on every other page; the same
+    place showing something else (a page's own button there) is not."""
+    priority = Priority()
+    bar = (20, 660, 220, 700, 200)
+    first = frame_with(bar)
+    hud = tap(120, 680, "blob/small/bottom-left/still")
+    hud["area"] = [20, 660, 220, 700]
+    priority.describe(0, first, [hud])
+    priority.describe(1, frame_with(bar), [hud])          # known before the dud ...
+    priority.describe(2, frame_with((20, 660, 220, 700, 90)), [hud])  # ... the same place, another look
+    priority.saw(0, hud, changed=False)
+    priority.describe(3, frame_with(bar), [hud])          # ... and seen after it
+    assert priority.put_off(1, hud) and priority.put_off(3, hud)
+    assert not priority.put_off(2, hud)
+    priority.thorough = True  # once no page has other work: put off, never dropped
+    assert not priority.put_off(1, hud)
+
+
+def test_taps_are_ordered_by_their_kinds_rate_and_the_back_key_keeps_its_place():
+    priority = Priority()
+    frame = frame_with()
+    good, poor = "blob/large/middle/still", "piece/small/middle/still"
+    seen = [tap(100, 100, good), tap(200, 100, poor), tap(300, 100, good), tap(400, 100, poor)]
+    priority.describe(0, frame, seen)
+    priority.saw(0, seen[0], changed=True)
+    priority.saw(0, seen[1], changed=False)
+    a, b = tap(500, 300, poor), tap(600, 300, good)
+    back, moving = {"type": "key", "key": "back"}, tap(700, 300, good + "-x")
+    priority.describe(1, frame, [a, b, moving])
+    order = priority.order(1, [a, b, back, moving])
+    assert order == [b, a, back, moving]
+
+
+def test_every_tap_a_page_offers_has_a_kind_naming_its_band_and_size():
+    frame = frame_with((40, 10, 120, 60, 220), (500, 300, 780, 420, 180), (1180, 680, 1200, 700, 240))
+    taps = [a for a in page_actions(frame) if a["type"] == "tap"]
+    assert taps and all(a.get("kind") for a in taps)
+    kinds = {tuple(a["area"]): a["kind"] for a in taps}
+    assert any(k.startswith("blob/large/middle") for k in kinds.values())
+    assert tap_kind((40, 10, 110, 60), SIZE, gap=False, piece=False, moving=False) == "blob/small/top-left/still"
+    assert tap_kind((1180, 680, 1200, 700), SIZE, gap=False, piece=True, moving=True) == \
+        "piece/tiny/bottom-right/moving"
