@@ -36,7 +36,10 @@ that move on a page are known (settle's `moving_of`), it settles after QUIET as 
 nothing, and each cost 1.5 s on an animated page (issue 45: 1.7 s an action, 90 actions in 3.7 min)."""
 ANIMATED_NEW = 3.0
 """The same for a screen never seen before: a loading screen's growing progress bar changes a few cells too, and it
-must be given the time to go where it goes (a loading screen of a generated game was drafted as a page at 1.5 s)."""
+must be given the time to go where it goes (a loading screen of a generated game was drafted as a page at 1.5 s).
+It was 8 s: on a game with swaying art every new page cost 8-9 s (seed 101: 25 such waits, 135 s of 214), while
+generated loading screens last 0.6-4 s; one that outlasts this wait is still told by what it does next (it changes
+by itself: a transient on the next visit), as a still one that outlasts QUIET_NEW always was."""
 LONGEST = 30.0
 FAILURES_IN_A_ROW = 5
 """Screenshots failing in a row (each already retried by the device's policy) before the device counts as gone."""

@@ -274,12 +274,10 @@ class Explorer:
         if here.kind != "page":
             return self._restart_or_stop()
         page = self.atlas.pages[here.page]
-        action = self._work(page)
-        if action is not None:
-            return action
-        route = self._route(page.id)
-        if route is not None:
-            return route
+        for promising in (True, False):  # taps of kinds that led somewhere first, here or a route away, then the rest
+            action = self._work(page, promising) or self._route(page.id, promising)
+            if action is not None:
+                return action
         return self._restart_or_stop()
 
     def _sweep(self, page: PageNode) -> None:
@@ -288,8 +286,9 @@ class Explorer:
             page.swept += 1
             page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
 
-    def _work(self, page: PageNode) -> dict[str, Any] | None:
-        """An action never tried on `page`, else one that led elsewhere but never twice to the same page (tried
+    def _work(self, page: PageNode, promising: bool = False) -> dict[str, Any] | None:
+        """`promising`: only an untried action the priority calls promising (engine.explore.priority). Else an action
+        never tried on `page`, else one that led elsewhere but never twice to the same page (tried
         again up to CONFIRM_TRIES times), else, if the game drops taps, one that did nothing once. A
         grid of taps is tried on the start page when nothing visible led away from it (until one tap does), and, once no
         visible work is left anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
@@ -298,9 +297,9 @@ class Explorer:
         # else it may be outside the game (a home screen, where a grid of taps would open other apps).
         grid_ok = (not exits and page.id == self.atlas.start) or self.sweeping == page.id
         untried = [a for a in page.actions if page.tried[action_key(a)] == 0 and (grid_ok or not a.get("grid"))
-                   and not self.priority.put_off(page.id, a)]
-        if untried:
-            return self.priority.order(page.id, untried)[0]
+                   and not self.priority.put_off(page.id, a) and (not promising or self.priority.promising(page.id, a))]
+        if untried or promising:
+            return self.priority.order(page.id, untried)[0] if untried else None
         if grid_ok and page.swept < self.sweep_level(page) and not page.loading and page.actions:
             self._sweep(page)
             return self._work(page)
@@ -342,16 +341,18 @@ class Explorer:
         self.progress(f"explore: no visible work left; tapping a grid on page {self.sweeping}")
         return True
 
-    def _has_work(self, page: PageNode) -> bool:
-        return not page.loading and not page.abandoned and self._work(page) is not None
+    def _has_work(self, page: PageNode, promising: bool = False, reached: bool = False) -> bool:
+        """Whether `page` has work; one given up for want of a route has it again once `reached` by one."""
+        return not page.loading and (reached or not page.abandoned) and self._work(page, promising) is not None
 
     def _just_restarted(self) -> bool:
         entries = self.recording.entries if self.recording is not None else []
         return bool(entries) and entries[-1]["action"].get("type") == "restart" and self.atlas.here.kind == "page"
 
-    def _route(self, start: int) -> dict[str, Any] | None:
-        """The first action of the shortest known route from `start` to a page with work left."""
-        return first_action(self.atlas, self.repeats.allowed, start, lambda at: at != start and self._has_work(self.atlas.pages[at]))
+    def _route(self, start: int, promising: bool = False) -> dict[str, Any] | None:
+        """The first action of the shortest known route from `start` to a page with (`promising`) work left."""
+        return first_action(self.atlas, self.repeats.allowed, start,
+                            lambda at: at != start and self._has_work(self.atlas.pages[at], promising, reached=True))
 
     def _route_to(self, target: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from here to `target` (None: here already, or no route)."""

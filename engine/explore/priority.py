@@ -31,6 +31,9 @@ DUD_OVERLAP = 0.6
 LOOK_SAME = 12.0
 """Mean gray difference (0-255) of two areas' 8x8 looks under which they show the same thing."""
 LOOK = 8
+PROMISING = 0.3
+"""A tap (or swipe) whose kind changed the screen at least this often (a kind never tried: 0.5) is promising: the
+explorer goes for promising work on any page it can reach before it tries the rest where it stands."""
 
 
 def look(frame: np.ndarray, area: Area) -> np.ndarray:
@@ -78,11 +81,11 @@ class Priority:
                 self.off[page].add(key)
 
     def saw(self, page: int, action: dict[str, Any], changed: bool) -> None:
-        """A tap taken on `page` changed the screen, or did nothing."""
-        if action.get("type") != "tap":
+        """A tap (or swipe) taken on `page` changed the screen, or did nothing."""
+        if action.get("type") not in ("tap", "swipe"):
             return
         key = action_key(action)
-        kind = self.kinds.get((page, key)) or action.get("kind")
+        kind = self._kind(page, action)
         if kind:
             self.tried[kind] += 1
             self.changed[kind] += changed
@@ -93,6 +96,18 @@ class Priority:
         for (other, other_key), (a, lk) in self.looks.items():
             if other != page and overlap(area, a) >= DUD_OVERLAP and _alike(seen, lk):
                 self.off[other].add(other_key)
+
+    def _kind(self, page: int, action: dict[str, Any]) -> str | None:
+        if action.get("type") == "swipe":
+            return "swipe"
+        return self.kinds.get((page, action_key(action))) or action.get("kind")
+
+    def promising(self, page: int, action: dict[str, Any]) -> bool:
+        """Whether `action` is worth going to another page for: a tap or a swipe whose kind has changed the screen
+        at least PROMISING of the time (never the back key: it leads where the explorer came from)."""
+        if action.get("type") not in ("tap", "swipe") or action.get("grid"):
+            return False
+        return self.rate(self._kind(page, action)) >= PROMISING
 
     def rate(self, kind: str | None) -> float:
         """How often taps of `kind` changed the screen (a Beta(1, 1) prior's mean)."""
@@ -115,7 +130,7 @@ class Priority:
             if action.get("type") == "tap" and not action.get("grid"):
                 run.append(action)
                 continue
-            out.extend(sorted(run, key=lambda a: -self.rate(self.kinds.get((page, action_key(a))) or a.get("kind"))))
+            out.extend(sorted(run, key=lambda a: -self.rate(self._kind(page, a))))
             run = []
             if action:
                 out.append(action)

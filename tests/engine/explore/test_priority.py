@@ -82,3 +82,22 @@ def test_every_tap_a_page_offers_has_a_kind_naming_its_band_and_size():
     assert tap_kind((40, 10, 110, 60), SIZE, gap=False, piece=False, moving=False) == "blob/small/top-left/still"
     assert tap_kind((1180, 680, 1200, 700), SIZE, gap=False, piece=True, moving=True) == \
         "piece/tiny/bottom-right/moving"
+
+
+def test_promising_work_is_a_tap_or_swipe_whose_kind_changed_the_screen_never_the_back_key():
+    """The explorer goes to another page for promising work before it tries the rest where it stands."""
+    priority = Priority()
+    frame = frame_with()
+    pieces = [tap(100 + 30 * i, 300, "piece/tiny/middle/still", 20) for i in range(6)]
+    fresh = tap(640, 500, "blob/large/middle/still", 120)
+    swipe = {"type": "swipe", "start": [900, 360], "end": [300, 360]}
+    priority.describe(0, frame, pieces + [fresh])
+    for action in pieces[:4]:
+        priority.saw(0, action, changed=False)
+    assert not priority.promising(0, pieces[5])  # 1 of 6: under PROMISING
+    assert priority.promising(0, fresh)  # a kind never tried
+    assert priority.promising(0, swipe)
+    for _ in range(4):
+        priority.saw(0, swipe, changed=False)
+    assert not priority.promising(0, swipe)
+    assert not priority.promising(0, {"type": "key", "key": "back"})
