@@ -1,5 +1,5 @@
 """How far apart two frames' moving cells are in mean colour, on a page against itself and against other pages: the
-figures behind engine.explore.sketch.MOVED_COLOUR (docs/benchmarks/generated.md).
+figures behind engine.explore.sketch.MOVED_COLOUR (docs/benchmarks/generated-long-form-first-cases.md).
 
     python -m benchmarks.moving_colour 41 42 43 ...    # generated seeds; prints the spread and the close pairs
 

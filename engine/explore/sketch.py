@@ -40,7 +40,7 @@ itself at other moments of its sway, over generated games 1-40: at most 3.6 (0.7
 another drawn in its place, where nothing else but a title finer than a cell told two pages apart: 42.6 on game
 782102, 10.8 on game 2's two pages with figures in near colours (merged under the 16 allowed before), 4.3 at least
 over games 1-40 (45 of 366 such pairs under 16, 3 under 6). Games 41-80, never looked at before the bound was
-chosen: 2.1 at most against 2.0 at least, 30 of 407 pairs under 16, 3 under 6 (docs/benchmarks/generated.md)."""
+chosen: 2.1 at most against 2.0 at least, 30 of 407 pairs under 16, 3 under 6 (docs/benchmarks/generated-long-form-first-cases.md)."""
 SHIFT = 1
 """Thumbnail pixels (an eighth of a cell) a thing drawn may have moved and still be the same (a figure that sways
 more slowly than settling looks, so its cells were never seen moving: on generated game 782102 the same page came

@@ -161,7 +161,7 @@ def test_a_page_whose_figure_sways_in_other_colours_is_another_page():
     the 16 allowed then). Over generated games 1-40, one page against itself at another moment of its sway moved that
     mean by at most 3.6; two pages the excuse alone would merge, by 4.3 or more (45 of 366 such pairs under 16, 3
     under 6); games 41-80, never looked at before the bound was chosen: 2.1 against 2.0 or more, 30 of 407 under
-    16, 3 under 6 (docs/benchmarks/generated.md)."""
+    16, 3 under 6 (docs/benchmarks/generated-long-form-first-cases.md)."""
     plaza, moving = swaying("PLAZA")
     other = drawn("PLAZA", 0.0, tint=(-60, 55, 60))
     cv2.putText(other, ".", (520, 60), cv2.FONT_HERSHEY_SIMPLEX, 1.0, (20, 20, 20), 2)  # a title as fine as a dot
