@@ -4,11 +4,11 @@ budget of actions and time, learning its pages, links, popups and loading screen
 Each turn stands somewhere and picks one action: on a popup, the next way to close it (engine.explore.dismiss: what
 closed it or popups like it, the back key, the regions inside its box, a tap outside it, then a grid of taps over its
 box); on a page, the next action never tried there (taps on tappable regions and on the holes in bars of them, the
-back key, four swipes; on a screen never seen, what closed a known popup it shows comes first, and the back key first
-on a detour: a new screen where the same action led to a known page before), else one taken once to confirm where it
-leads, else the first hop of the shortest known route to a page with work left; with nowhere to go, the app is
-restarted. Every action and the frame it settled on is recorded before it is learnt from, so a recording replays
-into the same atlas (``--resume``).
+back key, four swipes, taps in the order engine.explore.priority gives; a promising one anywhere in reach first; on a
+screen never seen, what closed a known popup it shows comes first, and the back key first on a detour), else one
+taken once to confirm where it leads, else the first hop of the shortest route to a page with work; with nowhere to
+go, the app is restarted. Every action and the frame it settled on is recorded before it is learnt from, so a
+recording replays into the same atlas (``--resume``).
 """
 
 from __future__ import annotations
