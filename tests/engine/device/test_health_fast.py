@@ -132,7 +132,11 @@ def test_no_server_where_one_can_be_started_it_starts_one_and_says_so(env, dead_
         subprocess.run([ADB, "-P", str(dead_port), "kill-server"], capture_output=True, timeout=20, env=here,
                        stdin=subprocess.DEVNULL)
     took, done = min(runs, key=lambda t: t[0])
-    assert f"no ADB server at 127.0.0.1:{dead_port}; started one (1.0." in done.stderr, done.stderr
+    # The first run finds no server; a later one finds the server an earlier run started gone (it was killed), as
+    # ENGINE_HOME remembers: both start one and say so. The fastest run is either.
+    assert any(said in done.stderr for said in (f"no ADB server at 127.0.0.1:{dead_port}; started one (1.0.",
+                                                f"started at 127.0.0.1:{dead_port}")), done.stderr
+    assert "started one (1.0." in done.stderr, done.stderr
     body = json.loads(done.stdout)
     assert body["status"] == "device_missing" and "127.0.0.1:5599 is not among" in body["text"], done.stdout
     print(f"health, a server started {took:.2f} s, start-up {baseline:.2f} s, ratio {took / baseline:.2f}")
