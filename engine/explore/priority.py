@@ -22,7 +22,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from engine.navigation.dismissal import action_key
+from engine.navigation.dismissal import action_key, box_match
 
 Area = tuple[int, int, int, int]
 
@@ -42,14 +42,6 @@ def look(frame: np.ndarray, area: Area) -> np.ndarray:
     crop = frame[y1:max(y1 + 1, y2), x1:max(x1 + 1, x2)]
     gray = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY) if crop.ndim == 3 else crop
     return cv2.resize(gray, (LOOK, LOOK), interpolation=cv2.INTER_AREA).astype(np.float32)
-
-
-def overlap(a: Area, b: Area) -> float:
-    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 class Priority:
@@ -77,7 +69,7 @@ class Priority:
             area = tuple(action["area"])
             seen = look(frame, area)
             self.looks[(page, key)] = (area, seen)
-            if any(p != page and overlap(area, a) >= DUD_OVERLAP and _alike(seen, lk) for p, a, lk in self.duds):
+            if any(p != page and box_match(area, a) >= DUD_OVERLAP and _alike(seen, lk) for p, a, lk in self.duds):
                 self.off[page].add(key)
 
     def saw(self, page: int, action: dict[str, Any], changed: bool) -> None:
@@ -94,7 +86,7 @@ class Priority:
         area, seen = self.looks[(page, key)]
         self.duds.append((page, area, seen))
         for (other, other_key), (a, lk) in self.looks.items():
-            if other != page and overlap(area, a) >= DUD_OVERLAP and _alike(seen, lk):
+            if other != page and box_match(area, a) >= DUD_OVERLAP and _alike(seen, lk):
                 self.off[other].add(other_key)
 
     def _kind(self, page: int, action: dict[str, Any]) -> str | None:
