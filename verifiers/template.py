@@ -26,6 +26,11 @@ from verifiers.common import field as sig_field
 FLAT_STD = 8.0
 """A template whose gray values vary less than this has no texture to correlate: CCOEFF of it is noise, so it is
 compared by colour difference and is colour-grade evidence (ALAS checks such buttons by colour, too)."""
+FLAT_MARKS = 0.005
+"""...unless marks stand out of it: a patch is flat only when fewer than this share of its pixels differ from its
+median by more than 3 * FLAT_STD. A wide title bar whose thin glyphs cover 2 % of it varies by less than FLAT_STD
+(generated seed 251239: two titles' std 7.9 and 8.0), yet its glyphs are what tells it from another title with the
+same colours; compared by mean colour the two matched each other (1.0 and 0.9998)."""
 MIN_STRONG_PIXELS = 256
 """Templates with fewer pixels than this (ALAS's 9x16 IDLE marks) are weak evidence, like a colour check."""
 COARSE_LEVELS = ((4, 600, 48), (2, 0, 12))
@@ -173,6 +178,14 @@ class TemplateCheck:
         )
 
 
+def is_flat(gray: np.ndarray) -> bool:
+    """Whether a gray template has nothing to correlate (FLAT_STD, FLAT_MARKS)."""
+    if float(gray.std()) >= FLAT_STD:
+        return False
+    marks = np.count_nonzero(np.abs(gray.astype(np.int16) - int(np.median(gray))) > 3 * FLAT_STD)
+    return marks < FLAT_MARKS * gray.size
+
+
 def compile_template(
     signature: TemplateSignature, graph: Graph, assets: AssetPack, page: Page | None = None
 ) -> TemplateCheck:
@@ -201,7 +214,7 @@ def compile_template(
     search = clip((x1 - dx, y1 - dy, max(x2, x1 + tw) + dx, max(y2, y1 + th) + dy), graph.resolution)
     grays = tuple(np.ascontiguousarray(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY)) for f in template.frames)
     means = tuple(tuple(float(c) for c in cv2.mean(f)[:3]) for f in template.frames)
-    flat = tuple(float(g.std()) < FLAT_STD for g in grays)
+    flat = tuple(is_flat(g) for g in grays)
     return TemplateCheck(
         name=name,
         area=tuple(area),

@@ -19,7 +19,7 @@ import numpy as np
 from engine.config.schema import BUILTIN_DEFAULTS
 from engine.explore.draft import Area, Signature
 from engine.explore.sketch import Sketch, cell_match, sketch
-from verifiers.template import FLAT_STD, TemplateCheck
+from verifiers.template import FLAT_STD, TemplateCheck, is_flat
 
 TEMPLATES = 2
 """Templates kept per page: two that each rule out every other page, so one occluded region does not lose it."""
@@ -42,7 +42,7 @@ def template_check(frame: np.ndarray, area: Area, name: str = "draft") -> Templa
     gray = np.ascontiguousarray(cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY))
     search = (max(0, x1 - dx), max(0, y1 - dy), min(w, x2 + dx), min(h, y2 + dy))
     return TemplateCheck(name=name, area=area, search=search, templates=(gray,),
-                         means=(tuple(float(c) for c in cv2.mean(crop)[:3]),), flat=(float(gray.std()) < FLAT_STD,),
+                         means=(tuple(float(c) for c in cv2.mean(crop)[:3]),), flat=(is_flat(gray),),
                          threshold=float(BUILTIN_DEFAULTS.template_threshold or 0.85), color=True,
                          color_tolerance=COLOUR_TOLERANCE)
 

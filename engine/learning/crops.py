@@ -13,7 +13,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from verifiers.template import FLAT_STD, MIN_STRONG_PIXELS
+from verifiers.template import MIN_STRONG_PIXELS, is_flat
 
 Box = tuple[int, int, int, int]
 
@@ -126,7 +126,7 @@ def signature_area(frame: np.ndarray, point: tuple[int, int], known: list[np.nda
     title = title_of(box)
     crop = frame[title[1]:title[3], title[0]:title[2]] if title is not None else None
     if crop is not None and crop.shape[0] * crop.shape[1] >= MIN_STRONG_PIXELS and \
-            float(cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY).std()) >= FLAT_STD:  # strong evidence, not a flat band
+            not is_flat(cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY)):  # strong evidence, not a flat band
         collision = max((best_score(crop, other, title) for other in known), default=0.0)
         if collision < TITLE_APART:
             return title, collision

@@ -105,6 +105,27 @@ def test_a_flat_template_is_colour_evidence_only(noise_frame):
     assert evidence.hit and evidence.channel == "color"
 
 
+def _title(lines):
+    """A wide plain bar with thin marks on it (a title's glyphs): little variance, yet the marks are the title."""
+    bar = np.full((AREA[3] - AREA[1], AREA[2] - AREA[0], 3), (60, 75, 115), np.uint8)
+    for x1, y1, x2, y2 in lines:
+        bar[y1:y2 + 1, x1:x2 + 1] = (20, 25, 60)
+    return bar
+
+
+def test_thin_marks_on_a_plain_bar_are_texture_not_a_flat_colour(noise_frame):
+    # generated seed 251239: two titles with the same colours, their glyphs 2 % of the bar, matched each other
+    # by mean colour (std 7.9 and 8.0, under FLAT_STD) and a goto to one was confirmed on the other
+    one, other = _title([(5, 10, 40, 10), (20, 5, 20, 25)]), _title([(60, 3, 60, 35), (10, 30, 30, 30)])
+    for bar in (one, other):
+        gray = bar.mean(axis=2)
+        assert gray.std() < template.FLAT_STD and not template.is_flat(bar[:, :, 0])
+    check = _setup([one])
+    assert check.verify(_paste(noise_frame.copy(), one, *AREA[:2])).hit
+    missed = check.verify(_paste(noise_frame.copy(), other, *AREA[:2]))
+    assert missed.channel == "template" and not missed.hit
+
+
 def test_missing_asset_is_a_verification_error(make_graph):
     graph = make_graph([{"name": "BTN", "area": AREA, "asset": "ui/NOPE"}])
     with pytest.raises(template.MissingAsset):
