@@ -33,6 +33,14 @@ BOX = 0.6
 """Largest share of the cells a popup's box may cover (the rest shows the page it covers)."""
 DIMMED_BOX = 0.75
 """The same over a dimmed backdrop."""
+DIM_TINT = 1.5
+"""Largest tint residual (tint_residual) of a dimmed page: a dimming is a black veil, so it scales every channel of
+the page alike. Another page on a darker backdrop of another hue looks dimmed by gray alone (generated game 8: the
+hub's green backdrop against its areas' gray one, gain 0.71, every cell within COLOUR_TOLERANCE times the gain), and
+the explorer took its area for a popup over the hub and found 2 pages of 8. benchmarks/dim_tint.py, games 1-40:
+6096 dimmed covers, residual at most 0.68; 969 pages gray alone calls another dimmed, 95 of them at most 0.7 (gray
+on gray: no colour tells), 200 at most 2, 237 at most 4. Games 41-80, never looked at before the bound was chosen:
+dimmed covers at most 0.67 (6534), 60 of 1286 such pages left under it."""
 MOVED_COLOUR = 6.0
 """Largest per-channel change of the mean colour of a page's moving cells, taken together, under which they still
 show what moves there (a figure that sways or sparks that twinkle keep their colours as a whole). A page against
@@ -180,6 +188,18 @@ class Cover:
     rest: float
 
 
+def tint_residual(frame: Sketch, reference: Sketch, gain: float) -> float:
+    """The median, over the cells of `frame` alike to `reference` dimmed by `gain`, of how far each strays from its
+    reference cell's colour scaled by the one factor that fits it best (0 for a page under a black veil, whatever
+    the gain; a hue difference for another page)."""
+    same = cell_match(frame, reference, gain)
+    if not same.any():
+        return float("inf")
+    f, r = frame.colour[same], reference.colour[same]
+    fit = (f * r).sum(axis=1) / np.maximum((r * r).sum(axis=1), 1.0)
+    return float(np.median(np.abs(f - r * fit[:, None]).max(axis=1)))
+
+
 def cover(frame: Sketch, reference: Sketch) -> Cover | None:
     """A popup over `reference`: a compact changed box, the rest the same up to one dimming gain (a panel over a
     dimmed page), or None when `frame` is not the reference page covered."""
@@ -200,6 +220,8 @@ def cover(frame: Sketch, reference: Sketch) -> Cover | None:
     diff = ~same
     if not diff.any():
         return None
+    if gain <= DIM_BELOW and tint_residual(frame, reference, gain) > DIM_TINT:
+        return None  # darker, but not dimmed: another page on a backdrop of another hue
     rows, cols = np.nonzero(diff)
     r1, r2, c1, c2 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
     box_cells = (r2 - r1) * (c2 - c1)

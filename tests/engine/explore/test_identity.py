@@ -100,6 +100,32 @@ def test_a_dialog_over_a_page_on_a_dark_backdrop_is_a_popup_over_it():
     assert cover(sketch(drawn("VAULT", 0.0, icons=4)), sketch(page)) is None  # another dark page is no dialog
 
 
+def test_an_area_on_a_darker_backdrop_of_another_hue_is_a_page_not_the_hub_dimmed_under_a_dialog(tmp_path):
+    """Generated game 8 (1080x2340, explored at 591x1280): the hub on dark green, its areas on dark gray, every page's
+    drawing in the top third. By gray alone an area was the hub dimmed to 0.71 with a box over its top: the explorer
+    took the area for a popup over the hub and found 2 pages of 8. A dimming scales every channel alike (DIM_TINT);
+    the game's own dialog over the hub is still one."""
+    from engine.config.loader import load_graph
+    from engine.explore.sketch import DIM_BELOW, cover
+    from engine.sim.generate import generate
+    from engine.sim.style import load_style
+    from engine.sim.styledgame import StyledGame
+
+    folder = generate(8, tmp_path / "game8")
+    game = StyledGame(load_graph(folder).resolve(), load_style(folder), clock=lambda: 0.0)
+
+    def look() -> object:
+        return sketch(cv2.resize(game.frame(), (591, 1280), interpolation=cv2.INTER_AREA))
+
+    game.goto("page_main")
+    hub = look()
+    game.show_popup("popup_1_cross")
+    dialog = cover(look(), hub)
+    assert dialog is not None and dialog.gain <= DIM_BELOW
+    game.goto("page_palace")
+    assert cover(look(), hub) is None
+
+
 def test_a_page_whose_content_changed_is_still_the_page_the_same_action_led_to():
     """Azur Lane's simulator: the mail list emptied, a commission started; reached again by the same button from the
     same page, the page differs in 6 to 18 cells and was drafted twice (6 pages split, gotos 185 of 200)."""
