@@ -33,14 +33,21 @@ BOX = 0.6
 """Largest share of the cells a popup's box may cover (the rest shows the page it covers)."""
 DIMMED_BOX = 0.75
 """The same over a dimmed backdrop."""
+GAIN_BIN = 0.025
+"""Width of the brightness-ratio bins in which common_gain looks for the ratio most cells share."""
 DIM_TINT = 1.5
 """Largest tint residual (tint_residual) of a dimmed page: a dimming is a black veil, so it scales every channel of
 the page alike. Another page on a darker backdrop of another hue looks dimmed by gray alone (generated game 8: the
 hub's green backdrop against its areas' gray one, gain 0.71, every cell within COLOUR_TOLERANCE times the gain), and
 the explorer took its area for a popup over the hub and found 2 pages of 8. benchmarks/dim_tint.py, games 1-40:
-6096 dimmed covers, residual at most 0.68; 969 pages gray alone calls another dimmed, 95 of them at most 0.7 (gray
-on gray: no colour tells), 200 at most 2, 237 at most 4. Games 41-80, never looked at before the bound was chosen:
-dimmed covers at most 0.67 (6534), 60 of 1286 such pages left under it."""
+6098 dimmed covers, residual at most 0.68; 899 pages gray alone calls another dimmed, 50 of them under 1.5 (gray
+on gray: no colour tells; DIMMED_TOP does). Games 41-80, never looked at before the bound was chosen: dimmings at
+most 0.67 (6534), 48 of 1224 such pages left under it."""
+DIMMED_TOP = False
+"""Whether a popup's box over a dimmed page may reach the top row of cells. A modal panel leaves the top of the page
+under it showing, dimmed, so no: a darker page whose drawing differs up to its top row is another page. Games 1-80
+(benchmarks/dim_tint.py): none of 12632 dimmings reach the top row once their gain is the common one (common_gain),
+and 96 of the 98 other pages still taken for dimmed ones under DIM_TINT (gray on gray) do."""
 MOVED_COLOUR = 6.0
 """Largest per-channel change of the mean colour of a page's moving cells, taken together, under which they still
 show what moves there (a figure that sways or sparks that twinkle keep their colours as a whole). A page against
@@ -188,6 +195,19 @@ class Cover:
     rest: float
 
 
+def common_gain(ratios: np.ndarray) -> float:
+    """The brightness ratio most cells share (the median of those within GAIN_BIN of the densest bin): a dimming
+    scales every cell it leaves alike by one factor, while the cells a panel covers take any ratio. The median of all
+    was pulled up by a bright panel over a third of a page's lit cells (generated game 36: 0.76 for a dimming of
+    0.52, the title's cells then counted as changed and the box reached the top of the screen)."""
+    if ratios.size == 0:
+        return 1.0
+    counts, edges = np.histogram(ratios, bins=np.arange(0.0, 2.0 + GAIN_BIN, GAIN_BIN))
+    centre = float(edges[int(np.argmax(counts))]) + GAIN_BIN / 2
+    near = ratios[np.abs(ratios - centre) <= GAIN_BIN]
+    return float(np.median(near)) if near.size else float(np.median(ratios))
+
+
 def tint_residual(frame: Sketch, reference: Sketch, gain: float) -> float:
     """The median, over the cells of `frame` alike to `reference` dimmed by `gain`, of how far each strays from its
     reference cell's colour scaled by the one factor that fits it best (0 for a page under a black veil, whatever
@@ -213,7 +233,7 @@ def cover(frame: Sketch, reference: Sketch) -> Cover | None:
         lit = ref_gray > DARK  # a dark backdrop (mean gray 22 on a generated game): its dimming still shows
         if lit.mean() < 0.3:
             return None
-    gain = float(np.median(gray[lit] / ref_gray[lit]))
+    gain = common_gain(gray[lit] / ref_gray[lit])
     if not 0.15 <= gain <= 1.1 or dark and gain > DIM_BELOW:
         return None  # (on a dark page only a dimmed one: an undimmed box there is as likely another page's title)
     same = cell_match(frame, reference, gain)
@@ -236,6 +256,8 @@ def cover(frame: Sketch, reference: Sketch) -> Cover | None:
         return None
     if gain > DIM_BELOW and box_cells > 0.3 * same.size:
         return None  # undimmed: only a small box (a toast, a banner) counts as covering
+    if gain <= DIM_BELOW and r1 == 0 and not DIMMED_TOP:
+        return None  # a darker page whose drawing differs up to its top row is another page (DIMMED_TOP)
     box = (int(c1 * frame.cell), int(r1 * frame.cell), int(min(frame.size[0], c2 * frame.cell)),
            int(min(frame.size[1], r2 * frame.cell)))
     return Cover(box, gain, rest)

@@ -126,6 +126,43 @@ def test_an_area_on_a_darker_backdrop_of_another_hue_is_a_page_not_the_hub_dimme
     assert cover(look(), hub) is None
 
 
+def test_a_dialog_over_a_dark_page_is_dimmed_by_the_gain_most_cells_share_and_leaves_the_top_alike(tmp_path):
+    """Generated game 36: a bright panel over a third of a dark page's lit cells pulled the median ratio to 0.76 for
+    a dimming of 0.52; the title's cells then counted as changed and the box reached the top row, where a dimmed box
+    counts as another page (DIMMED_TOP). The gain is the ratio most cells share."""
+    from engine.config.loader import load_graph
+    from engine.explore.sketch import cover
+    from engine.sim.generate import generate
+    from engine.sim.style import load_style
+    from engine.sim.styled import StyledRenderer
+
+    folder = generate(36, tmp_path / "game36")
+    graph, style = load_graph(folder).resolve("en"), load_style(folder)
+    renderer = StyledRenderer(graph, style)
+    page = renderer.page("page_dragon")
+    popup = next(p for p in graph.popups if p.name == "popup_2_ok")
+    found = cover(sketch(renderer.with_popups(page, [popup])), sketch(page))
+    assert found is not None and abs(found.gain - style.dim) < 0.03 and found.box[1] > 0
+
+
+def test_a_darker_gray_page_drawn_differently_up_to_its_top_is_another_page_not_a_dialog():
+    """Gray on gray no colour tells from a dimming (DIM_TINT): the box reaching the top row does (DIMMED_TOP)."""
+    from engine.explore import sketch as sk
+
+    hub = np.full((H, W, 3), 60, np.uint8)
+    cv2.putText(hub, "HUB", (280, 60), cv2.FONT_HERSHEY_SIMPLEX, 2.0, (230, 230, 230), 5)
+    cv2.rectangle(hub, (100, 200), (620, 420), (90, 140, 200), -1)
+    area = np.full((H, W, 3), 30, np.uint8)
+    cv2.putText(area, "CAVE", (250, 60), cv2.FONT_HERSHEY_SIMPLEX, 2.0, (230, 230, 230), 5)
+    cv2.rectangle(area, (160, 260), (560, 480), (200, 120, 60), -1)
+    assert sk.cover(sketch(area), sketch(hub)) is None
+    sk.DIMMED_TOP = True
+    try:  # the same pair with the rule off: a dialog over the hub
+        assert sk.cover(sketch(area), sketch(hub)) is not None
+    finally:
+        sk.DIMMED_TOP = False
+
+
 def test_a_page_whose_content_changed_is_still_the_page_the_same_action_led_to():
     """Azur Lane's simulator: the mail list emptied, a commission started; reached again by the same button from the
     same page, the page differs in 6 to 18 cells and was drafted twice (6 pages split, gotos 185 of 200)."""
