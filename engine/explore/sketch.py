@@ -44,10 +44,14 @@ the explorer took its area for a popup over the hub and found 2 pages of 8. benc
 on gray: no colour tells; DIMMED_TOP does). Games 41-80, never looked at before the bound was chosen: dimmings at
 most 0.67 (6534), 48 of 1224 such pages left under it."""
 DIMMED_TOP = False
-"""Whether a popup's box over a dimmed page may reach the top row of cells. A modal panel leaves the top of the page
-under it showing, dimmed, so no: a darker page whose drawing differs up to its top row is another page. Games 1-80
-(benchmarks/dim_tint.py): none of 12632 dimmings reach the top row once their gain is the common one (common_gain),
-and 96 of the 98 other pages still taken for dimmed ones under DIM_TINT (gray on gray) do."""
+"""Whether a popup's box over a dimmed page may reach the top row of cells across TOP_WIDE of the width or more. A
+modal panel leaves the top of the page under it showing, dimmed, so no: a darker page whose drawing differs up to
+its top row is another page. Games 1-80 (benchmarks/dim_tint.py): none of 12632 dimmings reach the top row once their
+gain is the common one (common_gain), and 96 of the 98 other pages still taken for dimmed ones under DIM_TINT (gray
+on gray) do, all but one speck of seed 5 across a third of the width or more. A close cross alone in a corner
+(a full-screen veil) reaches the top row too, but narrowly."""
+TOP_WIDE = 0.3
+"""Share of the width from which a dimmed box reaching the top row is another page (DIMMED_TOP)."""
 MOVED_COLOUR = 6.0
 """Largest per-channel change of the mean colour of a page's moving cells, taken together, under which they still
 show what moves there (a figure that sways or sparks that twinkle keep their colours as a whole). A page against
@@ -256,7 +260,7 @@ def cover(frame: Sketch, reference: Sketch) -> Cover | None:
         return None
     if gain > DIM_BELOW and box_cells > 0.3 * same.size:
         return None  # undimmed: only a small box (a toast, a banner) counts as covering
-    if gain <= DIM_BELOW and r1 == 0 and not DIMMED_TOP:
+    if gain <= DIM_BELOW and r1 == 0 and c2 - c1 >= TOP_WIDE * same.shape[1] and not DIMMED_TOP:
         return None  # a darker page whose drawing differs up to its top row is another page (DIMMED_TOP)
     box = (int(c1 * frame.cell), int(r1 * frame.cell), int(min(frame.size[0], c2 * frame.cell)),
            int(min(frame.size[1], r2 * frame.cell)))

@@ -188,3 +188,27 @@ def test_a_close_cross_in_the_corner_of_an_outlined_panel_is_offered_apart_from_
     cross = [v * scale for v in next(b for b in graph.buttons if b.name == "POPUP_1_CROSS_CLOSE").area]
     centres = [((a[0] + a[2]) // 2, (a[1] + a[3]) // 2) for a in within_box(shown, box)]
     assert any(cross[0] <= x < cross[2] and cross[1] <= y < cross[3] for x, y in centres), (box, centres)
+
+
+def test_a_small_icon_beside_a_big_figure_on_a_plain_backdrop_is_a_region_of_its_own(tmp_path):
+    """Generated seed 8's palace (explored at 591x1280): a play icon right of a button, both just under a big
+    swaying figure. Beside the figure the neighbourhood's median colour is the figure's, so the plain backdrop
+    between them stood out too: figure, button and icon were one blob, cut into pieces none of which was the icon,
+    and the four pages behind it were never found. The frame's own plain backdrop never stands out."""
+    import cv2
+
+    from engine.config.loader import load_graph
+    from engine.observe.spots import tappable
+    from engine.sim.generate import generate
+    from engine.sim.style import load_style
+    from engine.sim.styledgame import StyledGame
+
+    folder = generate(8, tmp_path / "game8")
+    graph = load_graph(folder).resolve()
+    game = StyledGame(graph, load_style(folder), clock=lambda: 0.0)
+    scale = 591 / 1080
+    game.goto("page_palace")
+    frame = cv2.resize(game.frame(), (591, 1280), interpolation=cv2.INTER_AREA)
+    icon = [v * scale for v in next(b for b in graph.buttons if b.name == "PALACE_WARDEN").area]
+    centres = [((a[0] + a[2]) // 2, (a[1] + a[3]) // 2) for a in tappable(frame)]
+    assert any(icon[0] <= x < icon[2] and icon[1] <= y < icon[3] for x, y in centres), (icon, centres)
