@@ -65,13 +65,14 @@ def _shared_backdrop(small: np.ndarray, lab: np.ndarray) -> np.ndarray | None:
     drawing the neighbourhood's median is the drawing's colour, and the plain backdrop between the drawing and a
     button beside it stood out too: one blob, cut into pieces none of which was the button (generated seed 8: a small
     icon beside a swaying figure, never tapped, and the 4 pages behind it never found)."""
-    bins = (small // 16).reshape(-1, 3).astype(np.int32)
+    sample, sample_lab = small[::4, ::4], lab[::4, ::4]  # every 16th pixel tells a colour that fills 30 %
+    bins = (sample // 16).reshape(-1, 3).astype(np.int32)
     keys = (bins[:, 0] << 8) | (bins[:, 1] << 4) | bins[:, 2]
-    values, counts = np.unique(keys, return_counts=True)
+    counts = np.bincount(keys, minlength=4096)
     top = int(np.argmax(counts))
     if counts[top] < BACKDROP_SHARE * keys.size:
         return None
-    return lab.reshape(-1, 3)[keys == values[top]].mean(axis=0)
+    return sample_lab.reshape(-1, 3)[keys == top].mean(axis=0)
 
 
 def _cut(mask: np.ndarray, x0: int, y0: int, depth: int = 0) -> list[Area]:
