@@ -17,9 +17,12 @@ import numpy as np
 
 from engine.explore.sketch import cell_size
 from engine.observe.spots import (  # the shared region finder; the rest are re-exported for dismissal's `spots`
+    MAX_SHARE,
+    MIN_SIDE,
     SHRINK,
     Area,
     _found,
+    _rectangles,
     box_grid,
     centre,
     inside,
@@ -83,6 +86,28 @@ def bar_gaps(frame: np.ndarray, *, limit: int = MAX_GAP_SLOTS) -> list[Area]:
     return out[:limit]
 
 
+COVERED = 0.5
+"""Share of an outline that a region found (or an outline kept) covers from which the outline is no tap of its own."""
+
+
+def outlined(frame: np.ndarray, found: list[Area]) -> list[Area]:
+    """Rectangles outlined on `frame` (engine.observe.spots._rectangles: an outline that fills its box) of a button's
+    size that no region found covers (COVERED): a button drawn faintly (half blended into the backdrop) keeps its border and
+    its letters' edges though its fill does not stand out (generated seed 4: two of the hub's four buttons, and the
+    20 pages behind them, were found only by a grid of taps that 10 minutes never reached). Innermost first: an
+    outline drawn twice (a border's two edges) is one tap."""
+    h, w = frame.shape[:2]
+    out: list[Area] = []
+    for box in sorted(_rectangles(frame, least=MIN_SIDE * MIN_SIDE), key=lambda b: (b[2] - b[0]) * (b[3] - b[1])):
+        bw, bh = box[2] - box[0], box[3] - box[1]
+        if min(bw, bh) < MIN_SIDE or bw * bh > MAX_SHARE * w * h:
+            continue
+        if any(_overlap(a, box) >= COVERED * bw * bh for a in found + out):
+            continue
+        out.append(box)
+    return out
+
+
 # ------------------------------------------------------------------ grids: taps where nothing stands out
 
 
@@ -123,10 +148,12 @@ def page_actions(frame: np.ndarray, moving: np.ndarray | None = None) -> list[di
     h, w = frame.shape[:2]
     regions, gaps = tappable(frame), bar_gaps(frame)
     pieces = [a for a, alone in _found(frame)[1] if not alone]
+    outlines = outlined(frame, regions + gaps)
     cell = cell_size((w, h))
     taps = [{"type": "tap", "point": list(centre(a)), "area": list(a),
              "kind": tap_kind(a, (w, h), gap=a in gaps, piece=any(_within(a, p) for p in pieces),
-                              moving=_on_moving(list(a), moving, cell))} for a in regions + gaps]
+                              outline=a in outlines, moving=_on_moving(list(a), moving, cell))}
+            for a in regions + gaps + outlines]
     still = [t for t in taps if not t["kind"].endswith("moving")]
     return still + [{"type": "key", "key": "back"}] + _swipes((w, h)) + [t for t in taps if t not in still]
 
@@ -135,9 +162,10 @@ BAND = 0.1
 """Share of the screen's height that is its top (or bottom) band, where games keep their bars."""
 
 
-def tap_kind(area: Area, size: tuple[int, int], *, gap: bool, piece: bool, moving: bool) -> str:
-    """What a tap candidate is, as engine.explore.priority tallies it: a hole in a bar, a piece cut from a bigger
-    blob or a blob on its own; tiny, small or large against the grid's cell; in the top band, the bottom band (with
+def tap_kind(area: Area, size: tuple[int, int], *, gap: bool, piece: bool, moving: bool, outline: bool = False
+             ) -> str:
+    """What a tap candidate is, as engine.explore.priority tallies it: a hole in a bar, an outline that does not
+    stand out, a piece cut from a bigger blob or a blob on its own; tiny, small or large against the grid's cell; in the top band, the bottom band (with
     its third across: bars keep their buttons in place) or between; on cells that move by themselves or still."""
     w, h = size
     cell = cell_size(size)
@@ -146,9 +174,13 @@ def tap_kind(area: Area, size: tuple[int, int], *, gap: bool, piece: bool, movin
     band = "top" if y < BAND else "bottom" if y > 1 - BAND else "middle"
     if band != "middle":
         band += ("-left", "-centre", "-right")[min(2, int(x * 3))]
-    return "/".join(("gap" if gap else "piece" if piece else "blob",
+    return "/".join(("gap" if gap else "outline" if outline else "piece" if piece else "blob",
                      "tiny" if share < 0.15 else "small" if share < 0.6 else "large", band,
                      "moving" if moving else "still"))
+
+
+def _overlap(a: Area, b: Area) -> int:
+    return max(0, min(a[2], b[2]) - max(a[0], b[0])) * max(0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def _within(a: Area, b: Area) -> bool:

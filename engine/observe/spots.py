@@ -42,22 +42,31 @@ BACKDROP_SHARE = 0.3
 """Share of a frame one colour (16 levels a channel) must fill to be its plain backdrop (_shared_backdrop)."""
 ELONGATED = 4.0
 """A blob this many times wider than tall (or taller than wide) also offers its two ends (an icon beside a label)."""
-def _mask(frame: np.ndarray) -> np.ndarray:
-    """Pixels of the shrunk frame that differ from their neighbourhood's median colour (the local backdrop)."""
+def _mask(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pixels of the shrunk frame that differ from their neighbourhood's median colour (the local backdrop): blurred
+    and closed (blobs), and as drawn (the thin runs of backdrop between buttons drawn close together, which the blur
+    and the closing fill: engine.observe.spots._split_solid)."""
     h, w = frame.shape[:2]
-    small = cv2.resize(frame, (max(1, w // SHRINK), max(1, h // SHRINK)), interpolation=cv2.INTER_AREA)
-    small = cv2.GaussianBlur(small, (5, 5), 0)
+    shrunk = cv2.resize(frame, (max(1, w // SHRINK), max(1, h // SHRINK)), interpolation=cv2.INTER_AREA)
+    small = cv2.GaussianBlur(shrunk, (5, 5), 0)
     lab = cv2.cvtColor(small, cv2.COLOR_BGR2LAB).astype(np.float32)
     k = min(255, max(3, (min(small.shape[:2]) // 2) | 1))
     backdrop = cv2.cvtColor(cv2.medianBlur(small, k), cv2.COLOR_BGR2LAB).astype(np.float32)
     diff = np.abs(lab - backdrop).max(axis=2)
-    mask = diff > max(25.0, float(np.percentile(diff, 80)))
+    level = max(25.0, float(np.percentile(diff, 80)))
+    mask = diff > level
+    sharp = cv2.cvtColor(shrunk, cv2.COLOR_BGR2LAB).astype(np.float32)
+    drawn = np.abs(sharp - backdrop).max(axis=2) > level
     shared = _shared_backdrop(small, lab)
     if shared is not None:  # the frame's own backdrop is never a region, whatever colour its neighbourhood has
         mask &= np.abs(lab - shared).max(axis=2) > 25.0
+        drawn &= np.abs(sharp - shared).max(axis=2) > 25.0
+    plain = _plain_areas(small, lab)
+    mask &= ~plain
+    drawn &= ~plain
     mask = mask.astype(np.uint8)
     mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    return cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
+    return cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8)), drawn
 
 
 def _shared_backdrop(small: np.ndarray, lab: np.ndarray) -> np.ndarray | None:
@@ -73,6 +82,38 @@ def _shared_backdrop(small: np.ndarray, lab: np.ndarray) -> np.ndarray | None:
     if counts[top] < BACKDROP_SHARE * keys.size:
         return None
     return sample_lab.reshape(-1, 3)[keys == top].mean(axis=0)
+
+
+PLAIN_SHARE = 0.05
+"""Share of the frame one connected area of one colour must fill to be a plain surface (a top bar, a panel), not a
+region: _plain_areas."""
+PLAIN_NEAR = 12.0
+"""LAB distance within which a pixel has a plain surface's colour."""
+
+
+def _plain_areas(small: np.ndarray, lab: np.ndarray, colours: int = 4) -> np.ndarray:
+    """Pixels of connected areas of one colour that fill PLAIN_SHARE of the frame each (a top bar across the screen,
+    a panel): surfaces that buttons sit on, never regions themselves. A top bar stood out from a backdrop of another
+    colour, and the button at its end was cut from it as a piece whose centre missed the button (generated seed 39:
+    the back button of 35 pages). Buttons of one colour that together fill as much are apart, each too small."""
+    sample = small[::4, ::4]
+    bins = (sample // 16).reshape(-1, 3).astype(np.int32)
+    keys = (bins[:, 0] << 8) | (bins[:, 1] << 4) | bins[:, 2]
+    counts = np.bincount(keys, minlength=4096)
+    plain = np.zeros(lab.shape[:2], bool)
+    least = PLAIN_SHARE * lab.shape[0] * lab.shape[1]
+    lab8 = lab.astype(np.uint8)  # (exact: LAB of an 8-bit frame)
+    sample_lab = lab[::4, ::4].reshape(-1, 3)
+    for key in np.argsort(counts)[::-1][:colours]:
+        if counts[key] < PLAIN_SHARE * keys.size:
+            break
+        colour = sample_lab[keys == key].mean(axis=0)
+        near = cv2.inRange(lab8, np.clip(colour - PLAIN_NEAR, 0, 255), np.clip(colour + PLAIN_NEAR, 0, 255))
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(near, connectivity=4)
+        for i in range(1, count):
+            if stats[i, cv2.CC_STAT_AREA] >= least:
+                plain |= labels == i
+    return plain
 
 
 def _cut(mask: np.ndarray, x0: int, y0: int, depth: int = 0) -> list[Area]:
@@ -110,6 +151,41 @@ def _cut(mask: np.ndarray, x0: int, y0: int, depth: int = 0) -> list[Area]:
     return [(x0, y0, x0 + w, y0 + h)]
 
 
+SOLID = 0.6
+"""Share of a blob's row (or column) drawn from which the row is a button's body (_split_solid)."""
+THIN = 0.1
+"""Share of a blob's row (or column) drawn at most for the row to be the backdrop between two buttons."""
+
+
+def _split_solid(drawn: np.ndarray, x0: int, y0: int, depth: int = 0) -> list[Area]:
+    """Split a blob (shrunk pixels, `drawn` its pixels as drawn) where a thin run of backdrop parts two solid
+    bodies: tabs or icons a few pixels apart, which the blur and the closing made one blob (generated seed 5's tab
+    bar, offered only its two ends; seed 6's column of three icons, tapped only in the middle: the pages behind the
+    others were never found). Each side must be a button's size (MIN_ICON); text, whose letters part on runs of
+    backdrop too, has no solid rows and is never split."""
+    h, w = drawn.shape
+    least = max(1, MIN_ICON // SHRINK)
+    if depth < 6 and h and w:
+        for axis in (0, 1):
+            profile = drawn.mean(axis=axis)
+            n, i = len(profile), least
+            while i < n - least:
+                if profile[i] > THIN:
+                    i += 1
+                    continue
+                j = i
+                while j < n and profile[j] <= THIN:
+                    j += 1
+                if j <= n - least and profile[max(0, i - 2):i].max() >= SOLID and profile[j:j + 2].max() >= SOLID:
+                    if axis == 0:
+                        return (_split_solid(drawn[:, :i], x0, y0, depth + 1)
+                                + _split_solid(drawn[:, j:], x0 + j, y0, depth + 1))
+                    return (_split_solid(drawn[:i], x0, y0, depth + 1)
+                            + _split_solid(drawn[j:], x0, y0 + j, depth + 1))
+                i = j
+    return [(x0, y0, x0 + w, y0 + h)]
+
+
 def _ends(area: Area) -> list[Area]:
     x1, y1, x2, y2 = area
     w, h = x2 - x1, y2 - y1
@@ -124,12 +200,14 @@ def _found(frame: np.ndarray) -> tuple[np.ndarray, list[tuple[Area, bool]]]:
     """The shrunk mask, and the blobs of button size on `frame` (frame pixels), each with whether it stands alone
     (a whole connected blob, not a piece cut from a bigger one: a panel's fragments are poorer guesses)."""
     h, w = frame.shape[:2]
-    mask = _mask(frame)
+    mask, drawn = _mask(frame)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=4)
     found: list[tuple[Area, bool]] = []
     for i in range(1, count):
         x, y, bw, bh, _ = (int(v) for v in stats[i])
         boxes = _cut((labels[y:y + bh, x:x + bw] == i).astype(np.uint8), x, y)
+        alone = len(boxes) == 1
+        boxes = [part for b in boxes for part in _split_solid(drawn[b[1]:b[3], b[0]:b[2]], b[0], b[1])]
         for box in boxes:
             area = (box[0] * SHRINK, box[1] * SHRINK, min(w, box[2] * SHRINK), min(h, box[3] * SHRINK))
             fw, fh = area[2] - area[0], area[3] - area[1]
@@ -137,7 +215,7 @@ def _found(frame: np.ndarray) -> tuple[np.ndarray, list[tuple[Area, bool]]]:
             if small and (min(fw, fh) < MIN_ICON or fw * fh < MIN_SIDE * MIN_SIDE * 0.7) \
                     or fw * fh > MAX_SHARE * w * h:
                 continue
-            found.append((area, len(boxes) == 1))
+            found.append((area, alone))
     return mask, found
 
 
@@ -240,8 +318,8 @@ ALIGN = 6
 """Pixels (half size) within which a band's sides line up with a panel's, and within which it touches it."""
 
 
-def _rectangles(frame: np.ndarray) -> list[tuple[int, int, int, int]]:
-    """Near-rectangular outlines on `frame` (x1, y1, x2, y2), at least BAND_SHARE of it."""
+def _rectangles(frame: np.ndarray, least: float | None = None) -> list[tuple[int, int, int, int]]:
+    """Near-rectangular outlines on `frame` (x1, y1, x2, y2), at least BAND_SHARE of it (or `least` pixels)."""
     gray = cv2.GaussianBlur(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY), (3, 3), 0)
     edges = cv2.dilate(cv2.Canny(gray, 20, 60), np.ones((3, 3), np.uint8))
     contours, _ = cv2.findContours(edges, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
@@ -249,7 +327,8 @@ def _rectangles(frame: np.ndarray) -> list[tuple[int, int, int, int]]:
     found = []
     for contour in contours:
         x, y, bw, bh = cv2.boundingRect(contour)
-        if BAND_SHARE <= bw * bh / (w * h) <= PANEL_SHARE[1] and cv2.contourArea(contour) >= 0.8 * bw * bh:
+        smallest = BAND_SHARE * w * h if least is None else least
+        if smallest <= bw * bh <= PANEL_SHARE[1] * w * h and cv2.contourArea(contour) >= 0.8 * bw * bh:
             found.append((x, y, x + bw, y + bh))  # (an outline that fills its box: a rectangle)
     return found
 
