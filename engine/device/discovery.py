@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from engine.device.adb import adb_server_address
+from engine.device.address import adb_server_address
 from engine.device.client import BoundedClient
 from engine.device.emulators import (
     EMULATOR_PATHS_ENV,

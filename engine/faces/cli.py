@@ -109,16 +109,36 @@ def add_session_arguments(parser: argparse.ArgumentParser, *, results: bool = Tr
 def open_tools(args: argparse.Namespace, on_event: Callable[[str, dict[str, Any]], None] | None = None, *,
                navigation: bool = True) -> tuple[Tools, Callable[[], None]]:
     """Open a session from the parsed session options; returns its tools and the session's close. `navigation`
-    False: the device's own tools only (engine.runtime.session.Session.navigation)."""
-    from engine.runtime.session import open_session
+    False: the device's own tools only (engine.runtime.session.Session.navigation).
 
-    check_session_arguments(args)
+    The serial is resolved (check_session_arguments: a scan, an ADB server probed) in a thread while this one
+    imports the session's modules and loads its policies and graph, which need no device: the scan mostly waits on
+    sockets (a dead server: adbserver.SERVER_PROBE_BOUND, 0.8 s), which bare ``health`` paid on top of that work.
+    A refused flag is still refused before a session opens, and before a broken graph is reported."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.device import adbserver, discovery, procnet  # noqa: F401  loaded before the thread starts: the
+    from engine.faces import pick  # two threads never import at once
+
+    auto = args.serial == pick.AUTO
+    with ThreadPoolExecutor(1, thread_name_prefix="serial") as pool:
+        checked = pool.submit(check_session_arguments, args)
+        from engine.runtime.session import load_files, open_session
+
+        try:
+            files = load_files(args.graph, args.policies, args.server)
+        except Exception:  # a broken graph (GraphError, ConfigError) is said after a refused flag, as it was
+            checked.result()
+            raise
+        if auto and not checked.done():  # still waiting on a server: the simulator it falls back to, meanwhile
+            import engine.runtime.devices  # noqa: F401
+        checked.result()
     providers = outside_tasks(args)
     session = open_session(
         args.serial, graph_dir=args.graph, server=args.server, assets=args.assets, scenario=args.scenario,
         seed=args.seed, transcript_dir=args.transcript, policies_file=args.policies, adb_host=args.adb_host,
         adb_port=args.adb_port, control=getattr(args, "control", None), providers=providers,
-        schedule_db=schedule_db(), navigation=navigation,
+        schedule_db=schedule_db(), navigation=navigation, files=files,
     )
     session.tools.on_event = on_event
     return session.tools, session.close

@@ -162,6 +162,7 @@ def open_session(
     providers: list[Any] | None = None,
     schedule_db: str | Path | None = None,
     navigation: bool = True,
+    files: tuple[Policies, Graph] | None = None,
 ) -> Session:
     """Open everything a navigation needs.
 
@@ -180,13 +181,14 @@ def open_session(
         closes.
         schedule_db: the scheduler's database, shared when it exists (Session.schedule_db).
         navigation: False opens the device's own tools only (Session.navigation).
+        files: the policies and graph load_files loaded from `policies_file`, `graph_dir` and `server`, when the
+            caller loaded them already (engine.faces.cli.open_tools, while a scan resolved the serial).
 
     Raises:
         ConfigError: the graph, policies, tasks, skills, server, scenario or asset pack is wrong (a skill named
             like a shipped task included).
     """
-    policies = load_policies(policies_file)
-    graph = load_graph(graph_dir, policies=policies.names).resolve(server)  # hops may name the user's policies
+    policies, graph = files if files is not None else load_files(graph_dir, policies_file, server)
     pack = _asset_pack(assets, graph.server, graph.fallback_server)
     closers: list[Callable[[], None]] = []
     try:
@@ -206,6 +208,17 @@ def open_session(
     except BaseException:
         _close_all(closers)
         raise
+
+
+def load_files(graph_dir: str | Path | None = None, policies_file: str | Path | None = None,
+               server: str | None = None) -> tuple[Policies, Graph]:
+    """The policies and the server-resolved graph a session opens with; no device is needed for them.
+
+    Raises:
+        ConfigError: the policies or the graph are wrong, or the server is not the graph's.
+    """
+    policies = load_policies(policies_file)
+    return policies, load_graph(graph_dir, policies=policies.names).resolve(server)  # hops may name its policies
 
 
 def _close_all(closers: list[Callable[[], None]]) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-import zlib
 from typing import Iterable
 
 import cv2
@@ -32,6 +31,7 @@ from engine.config.schema import (
     TemplateSignature,
 )
 from engine.sim.compose import Conflict, Fill, balance, container, paint_fills
+from engine.sim.patterns import identity_pattern, put_text_fit, seed_of, texture
 from engine.sim.text import contrasting_ink, draw_label
 
 log = logging.getLogger(__name__)
@@ -42,62 +42,6 @@ POINT_BOX = 12
 
 LOADING_NAME = "__loading__"
 UNKNOWN_NAME = "__unknown__"
-
-
-def seed_of(name: str) -> int:
-    """A stable 32-bit seed for a name (hash() is salted per process, crc32 is not)."""
-    return zlib.crc32(name.encode("utf-8"))
-
-
-def texture(name: str, width: int, height: int) -> np.ndarray:
-    """A BGR texture seeded by `name`: a gradient, stripes and noise, so templates have structure to match."""
-    rng = np.random.default_rng(seed_of(name))
-    width, height = max(1, width), max(1, height)
-    base = rng.integers(40, 216, size=3).astype(np.float32)
-    tilt = rng.uniform(-60, 60, size=(2, 3)).astype(np.float32)
-    period = float(rng.integers(6, 24))
-    angle = rng.uniform(0, np.pi)
-    amplitude = rng.uniform(10, 30, size=3).astype(np.float32)
-    # Separable pieces broadcast to (h, w, 3): cheap enough to draw a 1280x720 page in a few milliseconds.
-    xs = np.arange(width, dtype=np.float32)
-    ys = np.arange(height, dtype=np.float32)
-    phase = (xs[None, :] * np.float32(np.cos(angle)) + ys[:, None] * np.float32(np.sin(angle)))
-    stripes = np.sin(phase * np.float32(2 * np.pi / period))
-    img = (base + tilt[0] * (xs / max(width - 1, 1))[None, :, None] + tilt[1] * (ys / max(height - 1, 1))[:, None, None]
-           + stripes[:, :, None] * amplitude)
-    noise = rng.integers(-10, 11, size=(height, width, 1), dtype=np.int8).astype(np.float32)
-    return np.clip(img + noise, 0, 255).astype(np.uint8)
-
-
-def identity_pattern(name: str, width: int, height: int) -> np.ndarray:
-    """A texture plus a blocky random pattern seeded by `name`: what makes one synthetic template itself.
-
-    Stripes alone correlate with other stripes (a 9x16 template found a 0.87 match inside a striped popup
-    panel); independent random 3 px cells do not, so a template only matches where it was drawn.
-    """
-    rng = np.random.default_rng(seed_of("cells:" + name))
-    width, height = max(1, width), max(1, height)
-    cells = rng.integers(-50, 51, size=(-(-height // 3), -(-width // 3), 1)).astype(np.float32)
-    blocks = np.repeat(np.repeat(cells, 3, axis=0), 3, axis=1)[:height, :width]
-    return np.clip(texture(name, width, height).astype(np.float32) + blocks, 0, 255).astype(np.uint8)
-
-
-def put_text_fit(img: np.ndarray, text: str, area: Area, color=(255, 255, 255), outline=(0, 0, 0)) -> None:
-    """Draw `text` as large as fits inside `area` of `img`, centred, with an outline for contrast."""
-    x1, y1, w, h = area[0], area[1], area[2] - area[0], area[3] - area[1]
-    if not text or w < 4 or h < 4:
-        return
-    font = cv2.FONT_HERSHEY_SIMPLEX
-    (tw, th), base = cv2.getTextSize(text, font, 1.0, 2)
-    scale = min((w - 4) / max(tw, 1), (h - 4) / max(th + base, 1), 3.0)
-    if scale <= 0.05:
-        return
-    thickness = max(1, int(round(scale * 2)))
-    (tw, th), base = cv2.getTextSize(text, font, scale, thickness)
-    org = (x1 + (w - tw) // 2, y1 + (h + th) // 2 - base // 2)
-    if outline is not None:
-        cv2.putText(img, text, org, font, scale, outline, thickness + 2, cv2.LINE_AA)
-    cv2.putText(img, text, org, font, scale, color, thickness, cv2.LINE_AA)
 
 
 def clip_area(area: Area, resolution: tuple[int, int]) -> Area:
@@ -188,10 +132,15 @@ class SyntheticAssets:
     def __init__(self, graph: Graph) -> None:
         graph = graph.require_resolved()
         self.server = graph.server
-        self._templates: dict[str, Template] = {}
+        self._uses: dict[str, tuple[Area, tuple | None, str | None]] = {}
         for name, area, rgb, label in _template_uses(graph):
-            if name in self._templates:
-                continue
+            self._uses.setdefault(name, (area, rgb, label))  # the first use fixes the size
+        self._templates: dict[str, Template] = {}
+        """Each drawn when first asked for: all 193 of the shipped graph took 0.3 s, for a health that shows one page."""
+
+    def get(self, name: str) -> Template | None:
+        if name not in self._templates and name in self._uses:
+            area, rgb, label = self._uses[name]
             w, h = area[2] - area[0], area[3] - area[1]
             crop = identity_pattern("asset:" + name, w, h)
             put_text_fit(crop, label or name.rsplit("/", 1)[-1], (0, 0, w, h))
@@ -205,12 +154,10 @@ class SyntheticAssets:
                     crop = np.clip(crop.astype(np.float32) + shift, 0, 255).astype(np.uint8)
             crop.setflags(write=False)
             self._templates[name] = Template(name=name, frames=(crop,), area=area)
-
-    def get(self, name: str) -> Template | None:
         return self._templates.get(name)
 
     def names(self) -> Iterable[str]:
-        return list(self._templates)
+        return list(self._uses)
 
 
 # --------------------------------------------------------------------------------------------------- renderer

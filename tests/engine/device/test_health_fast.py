@@ -115,6 +115,44 @@ def test_with_no_serial_and_a_dead_server_it_says_so(env, hung_server):
            "bare health on the built-in simulator, a dead ADB server, wall (s)")
 
 
+def test_the_scan_starts_before_the_sessions_heavy_modules_load():
+    """The scan (engine.device.discovery) needs adbutils, not the policies' pydantic models or OpenCV: those load in
+    the main thread while the scan waits (engine.faces.cli.open_tools). Importing them first, through
+    engine.device.adb, made bare health's scan start 0.3-0.4 s later, a dead server's wait after all of it."""
+    done = subprocess.run([sys.executable, "-c", "import sys, engine.device.discovery; print(sorted(m for m in "
+                           "('engine.device.adb', 'engine.config.policies', 'cv2', 'pydantic') if m in sys.modules))"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_graph_loads_while_the_serial_is_resolved(monkeypatch, tmp_path):
+    """Bare health's scan mostly waits on sockets (a dead server: adbserver.SERVER_PROBE_BOUND); the session's
+    policies and graph, which need no device, load meanwhile (engine.faces.cli.open_tools), so that wait is not
+    added to theirs. The stand-in resolution here waits for the graph: run one after the other, it waits in vain."""
+    import threading
+
+    from engine.__main__ import build_parser
+    from engine.faces import cli, pick
+    from engine.runtime import session
+
+    monkeypatch.setenv("ENGINE_HOME", str(tmp_path))
+    monkeypatch.delenv("ENGINE_SERIAL", raising=False)
+    loaded, seen = threading.Event(), []
+    load = session.load_graph
+    monkeypatch.setattr(session, "load_graph", lambda *a, **k: (load(*a, **k), loaded.set())[0])
+
+    def resolve_serial(args) -> None:
+        seen.append(loaded.wait(timeout=5))
+        args.serial = None  # the simulator, as auto picks it when nothing is found
+
+    monkeypatch.setattr(pick, "resolve_serial", resolve_serial)
+    args = build_parser().parse_args(["health"])
+    assert args.serial == "auto"
+    tools, close = cli.open_tools(args, navigation=False)
+    close()
+    assert seen == [True], "the serial was resolved before the graph was loaded, not beside it"
+
+
 @pytest.mark.skipif(ADB is None, reason="Debian's adb is not installed (scripts/install-system-deps.sh)")
 def test_no_server_where_one_can_be_started_it_starts_one_and_says_so(env, dead_port):
     """The fourth answer of point 6's first case: no server, and Debian's adb can start one (on this test's own

@@ -66,6 +66,22 @@ def test_synthetic_templates_depend_on_the_name_only(tiny_graph_all_servers):
     assert not np.array_equal(en.get("ui/SHOP_CHECK").frames[0], en.get("ui/DOCK_CHECK").frames[0])
 
 
+def test_synthetic_templates_are_drawn_when_first_asked_for(tiny_graph, monkeypatch):
+    """Opening the simulator draws no template (the shipped graph's 193 took 0.3 s of bare ``health``, which shows
+    one page); each is drawn on its first get, once, the same pixels a fresh pack draws."""
+    from engine.sim import render
+
+    drawn: list[str] = []
+    draw = render.identity_pattern
+    monkeypatch.setattr(render, "identity_pattern", lambda name, w, h: drawn.append(name) or draw(name, w, h))
+    graph = tiny_graph.for_server("en")
+    pack = SyntheticAssets(graph)
+    assert drawn == [] and "ui/MAIN_CHECK" in set(pack.names()) and pack.get("ui/NOT_IN_THE_GRAPH") is None
+    main_check = pack.get("ui/MAIN_CHECK")
+    assert pack.get("ui/MAIN_CHECK") is main_check and drawn == ["asset:ui/MAIN_CHECK"]
+    assert np.array_equal(SyntheticAssets(graph).get("ui/MAIN_CHECK").frames[0], main_check.frames[0])
+
+
 def test_colour_signatures_have_their_declared_mean_colour(tiny_graph):
     frame = Renderer(tiny_graph.for_server("en")).page("page_dock")
     assert tuple(crop(frame, (560, 10, 630, 40)).reshape(-1, 3).mean(axis=0)[::-1].round()) == (30, 160, 60)
