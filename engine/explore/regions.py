@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import cv2
 import numpy as np
 
 from engine.explore.sketch import cell_size
@@ -92,20 +93,40 @@ COVERED = 0.5
 
 def outlined(frame: np.ndarray, found: list[Area]) -> list[Area]:
     """Rectangles outlined on `frame` (engine.observe.spots._rectangles: an outline that fills its box) of a button's
-    size that no region found covers (COVERED): a button drawn faintly (half blended into the backdrop) keeps its border and
+    size inside which nothing stands out (EMPTY) and that no region found covers (COVERED): a button drawn faintly (half blended into the backdrop) keeps its border and
     its letters' edges though its fill does not stand out (generated seed 4: two of the hub's four buttons, and the
     20 pages behind them, were found only by a grid of taps that 10 minutes never reached). Innermost first: an
     outline drawn twice (a border's two edges) is one tap."""
     h, w = frame.shape[:2]
+    mask = _found(frame)[0]
+    edges = cv2.Canny(cv2.GaussianBlur(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY), (3, 3), 0), 20, 60) > 0
     out: list[Area] = []
     for box in sorted(_rectangles(frame, least=MIN_SIDE * MIN_SIDE), key=lambda b: (b[2] - b[0]) * (b[3] - b[1])):
         bw, bh = box[2] - box[0], box[3] - box[1]
         if min(bw, bh) < MIN_SIDE or bw * bh > MAX_SHARE * w * h:
             continue
-        if any(_overlap(a, box) >= COVERED * bw * bh for a in found + out):
-            continue
-        out.append(box)
+        inside = mask[box[1] // SHRINK:box[3] // SHRINK, box[0] // SHRINK:box[2] // SHRINK]
+        if inside.size and inside.mean() >= EMPTY or any(_overlap(a, box) >= COVERED * bw * bh for a in found + out):
+            continue  # what stands out inside it is offered already (or it is a panel of things that stand out)
+        if _sides(edges, box) >= SIDES:
+            out.append(box)
     return out
+
+
+SIDES = 0.8
+"""Share of each of its four sides an outline's edge must run along: a button's border or the edge of its fill is
+straight and whole, the outline of a word's letters (a label, a counter: real frames hold many) is not."""
+
+
+def _sides(edges: np.ndarray, box: Area) -> float:
+    """The least share, over the four sides of `box`, of positions with an edge within 2 pixels of the side."""
+    x1, y1, x2, y2 = box
+    h, w = edges.shape
+    shares = []
+    for band, axis in ((edges[max(0, y1 - 2):y1 + 3, x1:x2], 0), (edges[max(0, y2 - 3):min(h, y2 + 2), x1:x2], 0),
+                       (edges[y1:y2, max(0, x1 - 2):x1 + 3], 1), (edges[y1:y2, max(0, x2 - 3):min(w, x2 + 2)], 1)):
+        shares.append(float(band.any(axis=axis).mean()) if band.size else 0.0)
+    return min(shares)
 
 
 # ------------------------------------------------------------------ grids: taps where nothing stands out
