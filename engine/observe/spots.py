@@ -74,14 +74,19 @@ def _shared_backdrop(small: np.ndarray, lab: np.ndarray) -> np.ndarray | None:
     drawing the neighbourhood's median is the drawing's colour, and the plain backdrop between the drawing and a
     button beside it stood out too: one blob, cut into pieces none of which was the button (generated seed 8: a small
     icon beside a swaying figure, never tapped, and the 4 pages behind it never found)."""
-    sample, sample_lab = small[::4, ::4], lab[::4, ::4]  # every 16th pixel tells a colour that fills 30 %
-    bins = (sample // 16).reshape(-1, 3).astype(np.int32)
-    keys = (bins[:, 0] << 8) | (bins[:, 1] << 4) | bins[:, 2]
-    counts = np.bincount(keys, minlength=4096)
+    keys, counts = _colours(small)
     top = int(np.argmax(counts))
     if counts[top] < BACKDROP_SHARE * keys.size:
         return None
-    return sample_lab.reshape(-1, 3)[keys == top].mean(axis=0)
+    return lab[::4, ::4].reshape(-1, 3)[keys == top].mean(axis=0)
+
+
+def _colours(small: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every 16th pixel's colour (16 levels a channel) as one key, and how many pixels have each key: enough to tell
+    a colour that fills 5 % of the frame."""
+    bins = (small[::4, ::4] // 16).reshape(-1, 3).astype(np.int32)
+    keys = (bins[:, 0] << 8) | (bins[:, 1] << 4) | bins[:, 2]
+    return keys, np.bincount(keys, minlength=4096)
 
 
 PLAIN_SHARE = 0.05
@@ -96,10 +101,7 @@ def _plain_areas(small: np.ndarray, lab: np.ndarray, colours: int = 4) -> np.nda
     a panel): surfaces that buttons sit on, never regions themselves. A top bar stood out from a backdrop of another
     colour, and the button at its end was cut from it as a piece whose centre missed the button (generated seed 39:
     the back button of 35 pages). Buttons of one colour that together fill as much are apart, each too small."""
-    sample = small[::4, ::4]
-    bins = (sample // 16).reshape(-1, 3).astype(np.int32)
-    keys = (bins[:, 0] << 8) | (bins[:, 1] << 4) | bins[:, 2]
-    counts = np.bincount(keys, minlength=4096)
+    keys, counts = _colours(small)
     plain = np.zeros(lab.shape[:2], bool)
     least = PLAIN_SHARE * lab.shape[0] * lab.shape[1]
     lab8 = lab.astype(np.uint8)  # (exact: LAB of an 8-bit frame)
