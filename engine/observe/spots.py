@@ -40,6 +40,8 @@ INSET = 200
 """A dialog's box is searched inside a margin of its frame's longer side over this (at least 3 pixels)."""
 BACKDROP_SHARE = 0.3
 """Share of a frame one colour (16 levels a channel) must fill to be its plain backdrop (_shared_backdrop)."""
+PANEL_OF_BOX = 0.5
+"""Share of a dialog's box from which a region tried is its panel, not a button (its points stay in the grid)."""
 ELONGATED = 4.0
 """A blob this many times wider than tall (or taller than wide) also offers its two ends (an icon beside a label)."""
 def _mask(frame: np.ndarray) -> np.ndarray:
@@ -204,12 +206,15 @@ def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[
     point of each row and column first, then every second, then the rest: a big target is hit early wherever it is),
     each level from the bottom right (a dialog's buttons sit low); points a tried region covers are left out."""
     step = max(4, cell_size(size) // 2)
-    areas = [a["area"] for a in taken if a.get("area")]
+    x1, y1, x2, y2 = box
+    # A tried region that covers most of the box is the dialog's own panel (found on the whole frame, the panel is
+    # one blob): its centre's tap tells nothing of the points around it. Left in, it hid every point of the grid,
+    # and the search of a small dialog closed by a spot nothing marks ended after its visible options.
+    areas = [a["area"] for a in taken if a.get("area") and _share(a["area"], box) < PANEL_OF_BOX]
 
     def free(x: int, y: int) -> bool:
         return not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas)
 
-    x1, y1, x2, y2 = box
     corners: list[tuple[int, int]] = []
     for x, y in ((x2 - step, y1 + step), (x2 - step, y2 - step), (x1 + step, y1 + step), (x1 + step, y2 - step)):
         if x1 < x < x2 and y1 < y < y2 and free(x, y) and (x, y) not in corners:
@@ -222,6 +227,13 @@ def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[
                 points.append((level, i, j, x, y))
     return [{"type": "tap", "point": [x, y], "grid": True} for x, y in corners] + \
         [{"type": "tap", "point": [x, y], "grid": True} for *_, x, y in sorted(points)]
+
+
+def _share(area: Area, box: Area) -> float:
+    """The share of `box` that `area` covers."""
+    ix = max(0, min(area[2], box[2]) - max(area[0], box[0]))
+    iy = max(0, min(area[3], box[3]) - max(area[1], box[1]))
+    return ix * iy / max(1, (box[2] - box[0]) * (box[3] - box[1]))
 
 
 def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:
