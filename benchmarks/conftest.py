@@ -116,7 +116,9 @@ class TestFigures:
 
 def pytest_configure(config: pytest.Config) -> None:
     config._bench_figures = Figures()  # type: ignore[attr-defined]
-    config._bench_started = (datetime.now(timezone.utc), load_average())  # type: ignore[attr-defined]
+    # The commit whose code the run imports, read now: one made while a long run goes on (its code not loaded)
+    # was written as the run's when read at the end.
+    config._bench_started = (datetime.now(timezone.utc), load_average(), _commit())  # type: ignore[attr-defined]
     config._bench_extra = {}  # type: ignore[attr-defined]
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:  # xdist's workers collect the same tests only if they draw the same seeds
@@ -176,7 +178,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.workeroutput["bench_figures"] = json.dumps(  # type: ignore[attr-defined]
             {"figures": config._bench_figures.by_test, "extra": config._bench_extra}, default=str)  # type: ignore
         return
-    started, load_at_start = config._bench_started  # type: ignore[attr-defined]
+    started, load_at_start, commit = config._bench_started  # type: ignore[attr-defined]
     benchmarks = _benchmark_stats(config)
     figures = config._bench_figures.by_test  # type: ignore[attr-defined]
     if not benchmarks and not figures:
@@ -190,7 +192,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
                     "system": f"{platform.system()} {platform.release()}",
                     "load_average_at_start": load_at_start, "load_average_at_end": load_average()},
-        "commit": _commit(),
+        "commit": commit,
         "benchmarks": benchmarks,
         "figures": figures,
     }

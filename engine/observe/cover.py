@@ -292,7 +292,11 @@ def _largest(cells: np.ndarray) -> tuple[tuple[int, int, int, int] | None, int, 
     (a panel whose body happens to look like the dimmed page still has a frame and a title bar that do not)."""
     if not cells.any():
         return None, 0, 0.0
-    closed = cv2.morphologyEx(cells.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    # Closed inside a margin of empty cells: with OpenCV's default border the closing's erosion never eats at the
+    # frame's edge, so a region one cell short of it grew to it (a dialog 16 px above the bottom got a box to the
+    # bottom, and the search's bottom corners fell beside a close spot there).
+    padded = np.pad(cells.astype(np.uint8), 1)
+    closed = cv2.morphologyEx(padded, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))[1:-1, 1:-1]
     contours, _ = cv2.findContours(closed, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     filled = np.zeros_like(closed)
     cv2.drawContours(filled, contours, -1, 1, thickness=cv2.FILLED)

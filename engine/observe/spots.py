@@ -40,6 +40,8 @@ INSET = 200
 """A dialog's box is searched inside a margin of its frame's longer side over this (at least 3 pixels)."""
 BACKDROP_SHARE = 0.3
 """Share of a frame one colour (16 levels a channel) must fill to be its plain backdrop (_shared_backdrop)."""
+PANEL_OF_BOX = 0.5
+"""Share of a dialog's box from which a region tried is its panel, not a button (its points stay in the grid)."""
 ELONGATED = 4.0
 """A blob this many times wider than tall (or taller than wide) also offers its two ends (an icon beside a label)."""
 def _mask(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -282,14 +284,23 @@ def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[
     """Taps over a popup's box: first its corners a step in (a dialog's close cross sits in a top corner, a back
     arrow top left, "continue" low on the right), then a grid of half sketch cells, coarse to fine (every fourth
     point of each row and column first, then every second, then the rest: a big target is hit early wherever it is),
-    each level from the bottom right (a dialog's buttons sit low); points a tried region covers are left out."""
+    each level from the bottom right (a dialog's buttons sit low); points a tried region covers, or near a spot
+    tried, are left out."""
     step = max(4, cell_size(size) // 2)
-    areas = [a["area"] for a in taken if a.get("area")]
+    x1, y1, x2, y2 = box
+    # A tried region that covers most of the box is the dialog's own panel (found on the whole frame, the panel is
+    # one blob): its centre's tap tells nothing of the points around it. Left in, it hid every point of the grid,
+    # and the search of a small dialog closed by a spot nothing marks ended after its visible options.
+    areas = [a["area"] for a in taken if a.get("area") and _share(a["area"], box) < PANEL_OF_BOX]
+    # A point within half a step of a spot tried already is left out too: the guard's top corners and the grid's sit
+    # 10-14 px apart on a large box, and a showing spent one of its ten tries on each (EXP_INFO_A's bottom right
+    # corner, the one that closes it, came eleventh).
+    tapped = [tuple(a["point"]) for a in taken if a.get("point")]
 
     def free(x: int, y: int) -> bool:
-        return not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas)
+        return not any(a[0] <= x < a[2] and a[1] <= y < a[3] for a in areas) and \
+            not any(abs(x - tx) < step // 2 and abs(y - ty) < step // 2 for tx, ty in tapped)
 
-    x1, y1, x2, y2 = box
     corners: list[tuple[int, int]] = []
     for x, y in ((x2 - step, y1 + step), (x2 - step, y2 - step), (x1 + step, y1 + step), (x1 + step, y2 - step)):
         if x1 < x < x2 and y1 < y < y2 and free(x, y) and (x, y) not in corners:
@@ -302,6 +313,13 @@ def box_grid(box: tuple[int, int, int, int], size: tuple[int, int], taken: list[
                 points.append((level, i, j, x, y))
     return [{"type": "tap", "point": [x, y], "grid": True} for x, y in corners] + \
         [{"type": "tap", "point": [x, y], "grid": True} for *_, x, y in sorted(points)]
+
+
+def _share(area: Area, box: Area) -> float:
+    """The share of `box` that `area` covers."""
+    ix = max(0, min(area[2], box[2]) - max(area[0], box[0]))
+    iy = max(0, min(area[3], box[3]) - max(area[1], box[1]))
+    return ix * iy / max(1, (box[2] - box[0]) * (box[3] - box[1]))
 
 
 def inside(action: dict[str, Any], box: tuple[int, int, int, int]) -> bool:

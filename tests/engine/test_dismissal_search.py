@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import yaml
@@ -222,6 +223,44 @@ def test_a_dialog_that_swallows_a_hop_over_a_page_only_arrived_at_is_searched_wh
     assert result.ok and game.truth()["page"] == "page_mail" and not game.truth()["overlays"], result.text
     [closed] = result.data["dialogs_closed"]
     assert closed["rung"] == "search" and closed["over"] == "page_main" and 1 <= closed["taps"] <= 3, closed
+
+
+def _tips_card() -> Overlay:
+    """A small card (152 x 134, under 2.5 % of the screen: no outline search takes it for a panel) of diagonal
+    stripes, a page number as its one mark, closed only by a 19-pixel spot nothing marks 24 pixels in from its bottom
+    left corner, its bottom 24 pixels above the screen's: the simulator's drawing of Azur Lane's GAME_TIPS (the
+    benchmark's second half lost a goto to it at 2db58cd: the search tapped the mark, the corners and outside, 5 taps,
+    and two restarts went by)."""
+    w, h = 152, 134
+    yy, xx = np.mgrid[0:h, 0:w]
+    image = np.zeros((h, w, 3), np.uint8)
+    image[..., 0] = 200 + 40 * (((xx + yy) // 12) % 2)
+    image[..., 1] = 90 + xx // 3
+    image[..., 2] = 120
+    image[24:52, 109:128] = (70, 70, 70)
+    cv2.putText(image, "1", (111, 48), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (255, 255, 255), 2)
+    x, y = 900, 562
+    return Overlay("tips", image, (x, y), (x + 24, y + h - 43, x + 43, y + h - 24), dim=0.4)
+
+
+def test_a_small_card_closed_by_a_spot_nothing_marks_near_its_bottom_corner_is_searched_closed(nokey):
+    """Two faults hid the spot: the card's box, found in cells, grew one cell to the screen's bottom (a closing of the
+    cells that never eroded at the frame's edge: engine.observe.cover._largest), so the grid's bottom corners fell
+    below the spot; and the card itself, one region covering its whole box and tapped once at its centre, left
+    every point of the grid out (engine.observe.spots.box_grid): the search ended after 5 taps."""
+    open_, game, _, _, _ = nokey
+    session = open_("learning: off\n")
+    card = _tips_card()
+    assert session.tools.alas_goto("page_reward").ok
+    game.show_overlay(card)
+    result = session.tools.alas_goto("page_main")
+    assert result.ok and game.truth()["page"] == "page_main" and not game.truth()["overlays"], result.text
+    [closed] = result.data["dialogs_closed"]
+    assert closed["rung"] == "search" and closed["taps"] <= 10, closed
+    x1, y1, x2, y2 = card.closes
+    last = closed["actions"][-1]["point"]
+    assert x1 <= last[0] < x2 and y1 <= last[1] < y2, closed
+    assert not any(s["kind"] == "restart" for s in session.tools.last_run.steps)
 
 
 def test_no_search_when_the_policy_says_so(nokey):

@@ -121,6 +121,18 @@ def test_opening_never_grows_the_largest_region():
         assert _largest(opened)[1] <= _largest(cells)[1], i
 
 
+@pytest.mark.parametrize("box", [(56, 35, 66, 43), (70, 10, 79, 20), (10, 1, 20, 9), (1, 10, 9, 20), (56, 35, 66, 45)],
+                         ids=["bottom", "right", "top", "left", "reaching_the_bottom"])
+def test_a_region_one_cell_short_of_the_frame_edge_keeps_its_own_box(box):
+    """A dialog's box ends where the dialog does, not at the frame's edge a cell beyond it (the closing's erosion
+    never ate at the edge: a card 24 pixels above the bottom got a box to the bottom, and the dismissal search's
+    bottom corners fell below its close spot); a region that reaches the edge still does."""
+    cells = np.zeros((45, 80), bool)
+    x1, y1, x2, y2 = box
+    cells[y1:y2, x1:x2] = True
+    assert _largest(cells)[0] == box
+
+
 # ----------------------------------------------------------------------------------------- through the observer
 
 def test_no_page_is_reported_covered_on_clean_frames(world):

@@ -194,6 +194,37 @@ def test_a_popup_box_grid_tries_its_corners_then_goes_coarse_to_fine_from_low_on
     assert max(y for _, y in coarse) - min(y for _, y in coarse) >= 160
 
 
+def test_a_tried_region_that_covers_the_box_is_its_panel_and_leaves_the_grid_whole():
+    """A region covering most of a dialog's box (its panel, one blob on the whole frame) was tapped once at its
+    centre and hid every grid point: the search of a small card closed by a spot nothing marks ended after its
+    visible options. A button's region still leaves its points out (a tap anywhere on it does the same)."""
+    from engine.observe.spots import box_grid
+
+    box = (896, 560, 1056, 704)
+    alone = [tuple(a["point"]) for a in box_grid(box, (1280, 720), [])]
+    panel = [{"type": "tap", "point": [1003, 635], "area": [898, 560, 1108, 710]}]  # (its centre: one spot tried)
+    assert [tuple(a["point"]) for a in box_grid(box, (1280, 720), panel)] == \
+        [(x, y) for x, y in alone if not (abs(x - 1003) < 20 and abs(y - 635) < 20)]
+    assert len(alone) >= 16
+    button = [{"type": "tap", "point": [1019, 600], "area": [1000, 580, 1040, 620]}]
+    kept = [tuple(a["point"]) for a in box_grid(box, (1280, 720), button)]
+    assert kept and not any(1000 <= x < 1040 and 580 <= y < 620 for x, y in kept) and len(kept) < len(alone)
+
+
+def test_a_grid_point_beside_a_spot_tried_already_is_left_out():
+    """The guard's top corner of a large box and the grid's lie 10-14 px apart: a showing of ten tries spent one on
+    each, and the corner that closed the dialog (bottom right) came eleventh."""
+    from engine.observe.spots import box_grid
+
+    box = (308, 62, 1280, 678)
+    alone = [tuple(a["point"]) for a in box_grid(box, (1280, 720), [])]
+    assert alone[0] == (1240, 102)
+    tried = [{"type": "tap", "point": [1250, 92]}]
+    points = [tuple(a["point"]) for a in box_grid(box, (1280, 720), tried)]
+    assert (1240, 102) not in points and points[0] == (1240, 638)
+    assert not any(abs(x - 1250) < 20 and abs(y - 92) < 20 for x, y in points)
+
+
 def test_what_closed_one_popup_is_tried_first_on_another_whose_box_holds_it(screens):
     """Games reuse a dialog's layout ("tap to continue" at one spot): a tap that closed one popup comes before the
     back key and the regions on a new popup whose box holds its point; one outside the box does not."""
