@@ -93,9 +93,10 @@ COVERED = 0.5
 
 def outlined(frame: np.ndarray, found: list[Area]) -> list[Area]:
     """Rectangles outlined on `frame` (engine.observe.spots._rectangles: an outline that fills its box) of a button's
-    size inside which nothing stands out (EMPTY) and that no region found covers (COVERED): a button drawn faintly (half blended into the backdrop) keeps its border and
-    its letters' edges though its fill does not stand out (generated seed 4: two of the hub's four buttons, and the
-    20 pages behind them, were found only by a grid of taps that 10 minutes never reached). Innermost first: an
+    size, inside which nothing stands out (EMPTY), whose edge runs along all four sides (SIDES) and that no region
+    found covers (COVERED): a button drawn faintly (half blended into the backdrop) keeps its border and its
+    letters' edges though its fill does not stand out (generated seed 4: two of the hub's four buttons, and the 20
+    pages behind them, were found only by a grid of taps that 10 minutes never reached). Innermost first: an
     outline drawn twice (a border's two edges) is one tap."""
     h, w = frame.shape[:2]
     mask = _found(frame)[0]
@@ -186,8 +187,9 @@ BAND = 0.1
 def tap_kind(area: Area, size: tuple[int, int], *, gap: bool, piece: bool, moving: bool, outline: bool = False
              ) -> str:
     """What a tap candidate is, as engine.explore.priority tallies it: a hole in a bar, an outline that does not
-    stand out, a piece cut from a bigger blob or a blob on its own; tiny, small or large against the grid's cell; in the top band, the bottom band (with
-    its third across: bars keep their buttons in place) or between; on cells that move by themselves or still."""
+    stand out, a piece cut from a bigger blob or a blob on its own; tiny, small or large against the grid's cell; in
+    the top band, the bottom band (with its third across: bars keep their buttons in place) or between; on cells
+    that move by themselves or still."""
     w, h = size
     cell = cell_size(size)
     share = (area[2] - area[0]) * (area[3] - area[1]) / float(cell * cell)
