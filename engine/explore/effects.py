@@ -68,8 +68,12 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
 
     `moving_of` names the cells known to move by themselves on the screen a sketch shows (None: not known): a change
     inside them is stillness, so a known animated page settles as fast as a still one, while a change anywhere else
-    (a cross-fade to a page that differs only by its title) is waited out. The cells seen changing from TRANSIENT
-    after the screen last changed wholesale (a transition is over by then) are returned as `moving`.
+    (a cross-fade to a page that differs only by its title) is waited out. Returned as `moving`: the cells seen
+    changing from TRANSIENT after the screen last changed wholesale (a transition is over by then) that move by
+    themselves, told by changing again: still changing when the settle ends (a swaying figure, sparks), changed
+    again after holding (a ticking timer: see Motion), or known to move here. A cell that changed and then held is
+    a transition's tail, not motion (issue 45: a slide still running 0.8 s after it began on a loaded machine gave
+    its title's cells as moving, and four pages on one backdrop were drafted as one).
     `pace` scales every wait (a simulator that answers at once can be looked at faster than a phone)."""
     quiet, quiet_new, poll, transient = QUIET * pace, QUIET_NEW * pace, POLL * pace, TRANSIENT * pace
     animated, animated_new = max(ANIMATED, QUIET) * pace, max(ANIMATED_NEW, QUIET_NEW) * pace
@@ -79,10 +83,15 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
     held_frame: np.ndarray | None = None
     held_sketch: Sketch | None = None
     failures = 0
+    motion = Motion(quiet)
 
-    def seen_moving(cells: np.ndarray, now: float) -> None:
+    def seen_moving(cells: np.ndarray, now: float) -> None:  # cells known to move here
         if now - held_since >= transient:
             out.moving = cells if out.moving is None else out.moving | cells
+
+    def done(out: Settled) -> Settled:
+        out.moving = motion.moving(out.moving, clock())
+        return out
 
     while True:
         now = clock()
@@ -107,6 +116,7 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
                 if excused is not None and excused.shape == cells.shape and not (cells & ~excused).any():
                     seen_moving(cells, now)  # only cells known to move here changed: as still as a still screen
                     out.frame, out.sketch, cells = frame, sk, None
+                    motion.look(None, now)
             if out.sketch is None or cells is not None and cells.any():
                 # A few cells changed (a clock ticking, a counter, a blinking badge): still the same screen. It
                 # is no loading screen that came and went, and it does not start the wait for a new screen again
@@ -121,16 +131,59 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
                 if not small:
                     held_frame, held_sketch, held_since = frame, sk, now
                     out.moving = None
+                    motion = Motion(quiet, since=now + transient)
                 else:
-                    seen_moving(cells, now)
+                    motion.look(cells, now)
                     if now - held_since >= (animated if known(sk) else animated_new) and not loading(sk):
-                        return out  # only small changes since it appeared: an animated screen, settled
+                        return done(out)  # only small changes since it appeared: an animated screen, settled
             else:
                 out.frame = frame
+                motion.look(None, now)
                 wait = quiet if known(sk) else quiet_new
                 if now - held_since >= wait and now - still_since >= quiet and not loading(sk):
-                    return out
+                    return done(out)
         if now - start >= longest:
             out.timed_out = True
-            return out
+            return done(out)
         sleep(poll)
+
+
+class Motion:
+    """Which cells of a held screen move by themselves, from the small changes seen while it settles.
+
+    A cell moves by itself when it changes again: it is still changing at the end (within `quiet` of it: a swaying
+    figure, sparks, a spinner), or it changed once more after holding for `quiet` and two looks at least (a timer
+    that ticks each second). A cell that changed and then held is the tail of a transition (a slide or a fade that
+    outlasted TRANSIENT on a loaded machine), which excusing would merge two pages that differ in just those cells.
+    Changes before `since` (TRANSIENT after the screen last changed wholesale) count only as the first of two."""
+
+    def __init__(self, quiet: float, since: float = float("-inf")) -> None:
+        self.quiet, self.since = quiet, since
+        self.last: np.ndarray | None = None  # when each cell last changed (-inf: never)
+        self.held: np.ndarray | None = None  # looks each cell has held since
+        self.again: np.ndarray | None = None  # cells that changed after holding
+
+    def look(self, cells: np.ndarray | None, now: float) -> None:
+        """One look: `cells` changed since the last change (None: nothing outside the cells known to move)."""
+        if cells is None:
+            if self.held is not None:
+                self.held += 1
+            return
+        if self.last is None or self.last.shape != cells.shape:
+            self.last = np.full(cells.shape, -np.inf)
+            self.held = np.zeros(cells.shape, int)
+            self.again = np.zeros(cells.shape, bool)
+        if now >= self.since:
+            self.again |= cells & np.isfinite(self.last) & (now - self.last >= self.quiet) & (self.held >= 2)
+        self.held += 1
+        self.held[cells] = 0
+        self.last[cells] = now
+
+    def moving(self, known: np.ndarray | None, now: float) -> np.ndarray | None:
+        """The cells that move by themselves, with `known` (changes only inside cells known to move), or None."""
+        if self.last is None:
+            return known
+        found = self.again | ((self.last >= self.since) & (now - self.last <= self.quiet))
+        if known is not None and known.shape == found.shape:
+            found = found | known
+        return found if found.any() else None

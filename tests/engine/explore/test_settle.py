@@ -103,3 +103,36 @@ def test_a_screen_that_changes_wholesale_is_still_waited_out():
     done = settle(look, sleep=clock.sleep, clock=clock.now)
     assert not done.timed_out and np.array_equal(done.frame, frames[-1])
     assert clock.t >= 0.9
+
+
+def test_a_slow_slide_between_two_pages_alike_leaves_no_cell_as_moving_but_a_ticking_timer_is():
+    """Issue 45, seed 6: on a loaded machine a transition between two pages drawn on one backdrop outlasted TRANSIENT;
+    the cells it changed last (the new title) were returned as moving, the atlas excused them, and four pages that
+    differ only there were drafted as one. A cell that changed and then held is a transition's tail; a timer that
+    ticks changes again after holding, and is motion."""
+    clock, a = Clock(), page()
+    b = a.copy()
+    b[0:60, 300:700] = 255 - b[0:60, 300:700]  # another title, on the same backdrop
+
+    def slide():
+        shift = min(1.0, clock.t / 1.6)  # the new title slides in over 1.6 s, twice TRANSIENT
+        frame = a.copy()
+        edge = 700 - int(400 * shift)
+        frame[0:60, edge:700] = b[0:60, edge:700]
+        return frame
+
+    done = settle(slide, before=sketch(a), sleep=clock.sleep, clock=clock.now, known=lambda sk: False)
+    assert np.array_equal(done.frame, b) and not done.timed_out
+    assert done.moving is None or not done.moving[0].any()
+
+    clock.t = 0.0
+
+    def ticking():
+        frame = b.copy()
+        if int(clock.t / 0.6) % 2:  # a timer at the bottom right that changes every 0.6 s
+            frame[640:700, 1100:1260] = 255 - frame[640:700, 1100:1260]
+        return frame
+
+    done = settle(ticking, before=sketch(a), sleep=clock.sleep, clock=clock.now, known=lambda sk: False)
+    assert done.moving is not None and done.moving[640 // 80:700 // 80 + 1, 1100 // 80:].any()
+    assert not done.moving[0].any()
