@@ -9,7 +9,7 @@ import pytest
 
 from engine.explore.atlas import LOADING_LOOKS, Atlas
 from engine.explore.effects import settle
-from engine.explore.regions import bar_gaps, tappable
+from engine.explore.regions import bar_gaps, page_actions, tappable
 from engine.explore.sketch import cover, sketch
 
 
@@ -229,7 +229,6 @@ def test_every_link_button_of_a_generated_page_is_offered_a_tap(tmp_path, seed, 
 
     from engine.config.loader import load_graph
     from engine.config.schema import TapAction
-    from engine.explore.regions import page_actions
     from engine.faces.commands.explore import REFERENCE_LONG_SIDE
     from engine.sim.generate import generate
     from engine.sim.style import style_beside
@@ -247,3 +246,26 @@ def test_every_link_button_of_a_generated_page_is_offered_a_tap(tmp_path, seed, 
              if isinstance(link.action, TapAction) and link.action.button is not None]
     missed = [name for name in links if not hits(points, buttons[name].click_area)]
     assert links and not missed, (drawn, missed)
+
+
+def test_a_page_first_seen_is_searched_for_regions_once_not_once_per_kind_of_tap(monkeypatch):
+    """page_actions asks the shared region finder four times (regions, bar holes, outlines, pieces): 310 ms a page on
+    a 1280x720 frame, 107 ms with the one search kept. Another frame is searched again; the kept mask is read-only."""
+    from engine.observe import spots
+
+    calls = []
+    real = spots._find
+    monkeypatch.setattr(spots, "_find", lambda frame: calls.append(1) or real(frame))
+    monkeypatch.setattr(spots, "_LAST_FOUND", None)
+    frame = np.full((720, 1280, 3), 40, np.uint8)
+    frame[300:380, 500:700] = 220
+    page_actions(frame)
+    assert len(calls) == 1
+    page_actions(frame.copy())  # the same picture in another array
+    assert len(calls) == 1
+    other = frame.copy()
+    other[500:560, 100:260] = 200
+    page_actions(other)
+    assert len(calls) == 2
+    mask, found = spots._found(other)
+    assert not mask.flags.writeable and isinstance(found, tuple)
