@@ -181,6 +181,11 @@ class Explorer:
             if not page.actions:
                 page.actions = page_actions(frame, page.moving)
                 self.priority.describe(page.id, frame, page.actions)
+                if came_by is not None and came_by[1].startswith("swipe:"):
+                    # Reached by a swipe: a tab of a row switched by swiping, a carousel's card. Its neighbours are a
+                    # swipe away, and swipes came after every region (issue 45, seed 1: two tabs never reached in a
+                    # 10-minute explore, their links the swipes of a page whose taps were not all tried yet).
+                    page.actions.sort(key=lambda a: a["type"] != "swipe")
                 if came_by is not None and any(o[0] == "page" and o[1] != page.id for o in
                                                self.atlas.pages[came_by[0]].results.get(came_by[1], ())):
                     # A new screen where the same action led to a known page before: a detour (an event's splash,

@@ -770,3 +770,25 @@ def test_the_app_in_front_is_read_as_adbutils_reads_it():
     assert parse_foreground("  mCurrentFocus=Window{7f3a u0 com.android.launcher3/com.android.launcher3.Launcher}") \
         is None
     assert parse_foreground("mCurrentFocus=null") is None
+
+
+def test_a_page_reached_by_a_swipe_tries_the_swipes_first(screens):
+    """Tabs switched by swiping (a generated game's, a carousel's cards): the page a swipe led to has its neighbours
+    a swipe away, so its swipes come before its regions; a page reached by a tap keeps its regions first."""
+    from engine.explore.explorer import Explorer
+
+    explorer = Explorer(device=None, folder="unused")
+    atlas = explorer.atlas
+    swipe = {"type": "swipe", "start": [896, 360], "end": [384, 360]}
+
+    def act(action, frame):
+        came_by = explorer._came_by(action)
+        atlas.absorb(action, sketch(frame), "f.png")
+        explorer._prepare(frame, came_by)
+        return atlas.pages[atlas.here.page]
+
+    act({"type": "screenshot"}, screens["page_main"])
+    shop = act(swipe, screens["page_shop"])
+    assert [a["type"] for a in shop.actions[:4]] == ["swipe"] * 4 and shop.actions[4]["type"] != "swipe"
+    mail = act({"type": "tap", "point": [60, 40]}, screens["page_mail"])
+    assert mail.actions[0]["type"] == "tap"
