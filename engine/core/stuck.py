@@ -126,6 +126,15 @@ wait ends (Settling.unknown_s): the explorer writes allowances of 15 s for links
 such waits on a page the draft never drew spent a goto's 30 s before the ladder was reached."""
 
 
+RESPOND_S = 5.0
+"""How long a hop waits while every look still names its source page, nothing passing between (a tap the game
+dropped, on a page whose frames change by themselves), before the hop counts as done where it started and is taken
+again: ALAS's ui_goto clicks a route's button again while its page still shows, at most every 5 s
+(module/ui/ui.py: `self.appear(page.check_button, offset=offset, interval=5)`). A link's longer allowance (a draft's
+15 s through a loading screen) is for the screen that follows, not for a page that never left: generated game 1's
+draft under chaos lost 14 of its first 30 gotos that way (a dropped tap cost 15 s of a goto's 30)."""
+
+
 def same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two frames are identical: a sparse sample first (changed frames differ there at once), then all
     pixels (0.15 ms, against 1-10 ms for the scan it saves)."""
@@ -136,8 +145,9 @@ def same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
 class Settling:
     """The looks after one hop's action, judged together.
 
-    A look that shows the hop's effect (a page other than the source, or a popup) ends the wait: on a quiet
-    device a hop is verified from one look. While frames keep changing with nothing of the effect recognised
+    A look that shows the hop's effect (a page other than the source, or a popup, or the source again after a
+    loading screen: the game bounced back or restarted there, and the rest of a 15 s allowance would be waited on a
+    page that stays) ends the wait: on a quiet device a hop is verified from one look. While frames keep changing with nothing of the effect recognised
     (a fade or a slide in progress), the page change is still drawing (`changing`): the navigator waits it out,
     it does not tap again. (A fade half done may already show the destination; the next tap's own latency,
     ~250 ms for `input tap`, covers the rest of it, and a tap the game ignored is seen and taken again.)
@@ -156,13 +166,24 @@ class Settling:
     first look after a tap got the very pixels of a cross-fade half done and named them a third page)."""
 
     unknown_since: float | None = None  # the first look of the unknown screens seen in a row since the frame moved
+    respond_s: float | None = RESPOND_S
+    started: float | None = None  # the first look's time
+    left: bool = False  # a look named something other than the source (another page, nothing, a passing screen)
+    passed: bool = False
+    """A passing screen (loading, black) was seen since the frame moved: the source page seen after it is where the
+    hop ended (the game bounced back, or crashed and started again on it), not a page yet to change."""
 
     def see(self, page: str | None, popups: bool, passing: bool, changed: bool, now: float = 0.0) -> bool:
         """One look: its page, whether it shows popups, whether it is a passing screen (loading or black), whether
         its frame differs from the previous look's, and when it was taken. True when the hop has settled."""
         self.changing = changed
         self.moved = self.moved or changed
-        self.done = not passing and (popups or self.moved and page not in (None, self.source))
+        self.passed = self.passed or self.moved and passing
+        self.started = now if self.started is None else self.started
+        self.left = self.left or passing or popups or page != self.source
+        self.done = not passing and (popups or self.moved and page is not None and (page != self.source or self.passed))
+        if not self.left and self.respond_s is not None and now - self.started >= self.respond_s:
+            self.done = True  # the source all along: the game did not take the action (RESPOND_S)
         if not (self.moved and page is None and not (passing or popups)):
             self.unknown_since = None
         elif self.unknown_since is None:

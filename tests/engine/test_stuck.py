@@ -68,3 +68,30 @@ def test_an_unknown_screen_ends_the_wait_after_unknown_s_only_after_a_link_that_
     assert not any(loading.see(None, False, True, t == 0, now=t) for t in range(10))  # a loading screen is waited
     assert not loading.see(None, False, False, False, now=10.0)  # unknown from here: counted from now
     assert loading.see(None, False, False, False, now=12.0)
+
+
+def test_the_source_page_seen_again_after_a_loading_screen_ends_the_wait():
+    """Generated game 1 under chaos, with its explorer's draft (15 s allowances for links through loading screens):
+    START on the title showed a loading screen, the game crashed and came back to the title, and the goto looked at
+    the title for the rest of the 15 s. The source again after a passing screen is where the hop ended; the source
+    before anything passed (a tap still being drawn, a dropped tap) is waited out as before."""
+    bounced = Settling("page_title")
+    assert not bounced.see(None, False, True, True, now=0.3)  # the loading screen
+    assert bounced.see("page_title", False, False, True, now=1.2)
+    dropped = Settling("page_title")
+    assert not dropped.see("page_title", False, False, False, now=0.1)
+    assert not dropped.see("page_title", False, False, True, now=0.5)  # a press drawn on the same page
+    assert not dropped.see("page_title", False, False, False, now=5.0)
+
+
+def test_a_hop_whose_source_page_never_left_is_over_after_respond_s_not_the_links_allowance():
+    """A dropped tap on a page that sways: frames change, every look names the source. The hop is done after
+    RESPOND_S (then taken again), not after a draft's 15 s allowance; a look of anything else first keeps the wait."""
+    from engine.core.stuck import RESPOND_S
+
+    dropped = Settling("page_main")
+    assert not any(dropped.see("page_main", False, False, True, now=t / 10) for t in range(int(RESPOND_S * 10)))
+    assert dropped.see("page_main", False, False, True, now=RESPOND_S)
+    went = Settling("page_main")
+    assert not went.see(None, False, False, True, now=0.0)  # something else drawn: the allowance goes on
+    assert not went.see("page_main", False, False, False, now=RESPOND_S + 1)
