@@ -309,12 +309,21 @@ class Navigator:
     def _settle(self, ctx: RunContext, expected: str, source: str, until: float, misled: bool) -> Observation:
         """Look until the hop shows its effect or its allowance runs out (engine.core.stuck.Settling: a change still
         drawing is waited out up to CHANGE_S more; after a link that `misled` before, an unknown screen seen for
-        UNKNOWN_S ends it). Looks are `near` (the expected page, its neighbours, popups), the last one scans all."""
+        UNKNOWN_S ends it). Looks are `near` (the expected page, its neighbours, popups), the last one scans all, and
+        so does one every UNKNOWN_S while nothing near is named: a link that leads elsewhere than the graph says (a
+        draft's mistake, a screen the game puts on the way) lands on a page the graph knows but not near, which was
+        looked at as nothing for the whole allowance (generated game 1's draft: 13 s of a 15 s allowance)."""
+        scanned = [ctx.clock()]
 
         def look() -> tuple[Observation, bool]:
             before = self.last_frame
             obs = self.look(ctx, expected=expected, near=True)
-            return obs, before is None or self.last_frame is None or not same_pixels(before, self.last_frame)
+            moved = before is None or self.last_frame is None or not same_pixels(before, self.last_frame)
+            if obs.page is None and not (obs.popups or obs.loading or obs.black_frame) \
+                    and ctx.clock() - scanned[0] >= UNKNOWN_S:
+                scanned[0] = ctx.clock()
+                obs = self.look(ctx, expected=expected)
+            return obs, moved
 
         settling = Settling(source, unknown_s=UNKNOWN_S if misled else None)
         obs = settling.wait(ctx, look, within=max(0.0, until - ctx.clock()), first=POLL_S, most=MAX_POLL_S,

@@ -128,3 +128,39 @@ def test_from_a_page_whose_only_way_out_misled_the_game_is_restarted_when_the_st
     assert recovery._plan(nav, spent, "page_lobby", "page_map").hops[0].link is link
     no_app = SimpleNamespace(graph=graph.model_copy(update={"app": None}), misled=nav.misled)
     assert recovery._plan(no_app, SimpleNamespace(steps=[]), "page_lobby", "page_map").hops[0].link.to == "page_map"
+
+
+def test_a_link_that_lands_on_a_known_page_not_near_its_destination_is_named_before_its_allowance_ends(tmp_path):
+    """The hop's looks check the expected page and its neighbours only. A draft says lobby's NEXT leads to the guild
+    behind a 15 s loading screen; it leads to the armory, a page the draft knows but no neighbour of the guild: the
+    armory is named within UNKNOWN_S (a look over every page), not after the 15 s. (From there this draft's cheapest
+    way to the guild is back through the same wrong link: a hop that lands on a known page is not counted against its
+    link, see recovery.landed, and the goto ends on the alternation rule; only the hop's wait is asserted.)"""
+    from engine.core.stuck import UNKNOWN_S
+
+    folder = tmp_path / "draft"
+    shutil.copytree(TOWER, folder)
+    pages_file = folder / "pages.yaml"
+    data = yaml.safe_load(pages_file.read_text())
+    for page in data["pages"]:
+        if page["name"] == "page_guild":
+            page["loading"] = 15.0
+        if page["name"] == "page_lobby":
+            page["links"] = [dict(link, to="page_guild", cost=0.5) if link["action"].get("button") == "NAV_NEXT"
+                             else link for link in page["links"]]
+    pages_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    clock, pack = FakeClock(), tmp_path / "pack"
+    pack.mkdir()
+    with start_embedded(load_graph(TOWER).resolve(), clock=clock) as sim:
+        session = open_session(sim.serial, adb_host=sim.host, adb_port=sim.port, graph_dir=folder, assets=pack,
+                               clock=clock, sleep=clock.sleep)
+        try:
+            assert session.tools.alas_goto("page_lobby").ok
+            session.tools.alas_goto("page_guild")
+            steps = session.tools.last_run.steps
+            hop = next(i for i, s in enumerate(steps) if s["kind"] == "action" and s["source"] == "page_lobby")
+            verdict = next(s for s in steps[hop:] if s["kind"] == "verdict")
+            assert verdict["observed"] == "page_armory"
+            assert verdict["t_ms"] - steps[hop]["t_ms"] <= (UNKNOWN_S + 1.0) * 1000
+        finally:
+            session.close()
