@@ -147,10 +147,11 @@ class Settling:
 
     A look that shows the hop's effect (a page other than the source, or a popup, or the source again after a
     loading screen: the game bounced back or restarted there, and the rest of a 15 s allowance would be waited on a
-    page that stays) ends the wait: on a quiet device a hop is verified from one look. While frames keep changing with nothing of the effect recognised
-    (a fade or a slide in progress), the page change is still drawing (`changing`): the navigator waits it out,
-    it does not tap again. (A fade half done may already show the destination; the next tap's own latency,
-    ~250 ms for `input tap`, covers the rest of it, and a tap the game ignored is seen and taken again.)
+    page that stays) ends the wait: on a quiet device a hop is verified from one look. While frames keep changing
+    with nothing of the effect recognised (a fade or a slide in progress), the page change is still drawing
+    (`changing`): the navigator waits it out, it does not tap again. (A fade half done may already show the
+    destination; the next tap's own latency, ~250 ms for `input tap`, covers the rest of it, and a tap the game
+    ignored is seen and taken again: after RESPOND_S of the source and nothing else.)
     """
 
     source: str | None

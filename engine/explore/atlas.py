@@ -55,6 +55,9 @@ class PageNode:
     loading: bool = False
     """A loading screen: it changed into another screen by itself."""
     slow: bool = False
+    slow_s: float = 0.0
+    """The longest an action took to reach this page through a loading screen (0: not measured, such as a page found
+    slow only when what led to it turned out to be a loading screen): the draft's allowance is made from it."""
     """Reached through a loading screen at least once."""
     actions: list[dict[str, Any]] = field(default_factory=list)
     """Candidate actions, in the order they are tried (set on the first visit)."""
@@ -241,10 +244,11 @@ class Atlas:
         return (best[1] if best[0] == "page" else here.page) if best else None
 
     def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,
-               transients: list[tuple[Sketch, str | None]] = (), moving: Any = None) -> Here:
+               transients: list[tuple[Sketch, str | None]] = (), moving: Any = None,
+               elapsed: float | None = None) -> Here:
         """Learn from `action` having led to the frame `sk` (after `transients`, screens that came and went by
-        themselves: loading screens; `moving`: the cells seen changing by themselves on it); returns where the
-        explorer is now."""
+        themselves: loading screens; `moving`: the cells seen changing by themselves on it; `elapsed`: the seconds
+        from the action to `sk` settled); returns where the explorer is now."""
         for t_sk, t_path in transients:
             self.loading_screen(t_sk, t_path)
         prev, led_to = self.here, self.led_to(action)
@@ -311,6 +315,8 @@ class Atlas:
             self.pages[now.page].visits += 1
             if transients:
                 self.pages[now.page].slow = True
+                if elapsed:
+                    self.pages[now.page].slow_s = max(self.pages[now.page].slow_s, elapsed)
         self.here = now
         return now
 

@@ -78,6 +78,8 @@ class DraftPage(Model):
     loading: bool = False
     """Reached through a loading screen at least once (the written page gets a loading allowance); loading screens
     themselves are not pages but ``Draft.loading``."""
+    loading_s: float | None = None
+    """That allowance, made from the longest arrival measured (engine.explore.write.allowance); None: not measured."""
 
 
 class DraftLink(Model):

@@ -35,6 +35,7 @@ from engine.explore.repeats import REPEAT_LIMIT
 from engine.explore.signatures import stable_signatures, unexplained
 from engine.explore.sketch import SAME_PAGE, similarity
 from engine.explore.words import Reader, TextBox
+from engine.explore.write import allowance
 
 Area = tuple[int, int, int, int]
 Namer = Callable[[np.ndarray], str | None]
@@ -202,7 +203,8 @@ class Drafter:
                                          note="no region found that tells this page apart from every other"))
             draft_pages.append(DraftPage(name=names[page.id], title=page.title[1] if page.title else None,
                                          members=self._evidence(names[page.id], page.members), signatures=sigs,
-                                         visits=page.visits, loading=page.slow))
+                                         visits=page.visits, loading=page.slow,
+                                         loading_s=allowance(page.slow_s) if page.slow else None))
         links = []
         for src, action, dst, seen, tried in atlas.links():
             if src in names and dst in names:

@@ -143,7 +143,11 @@ class Explorer:
         """Learn again from a recording left by an earlier run in the same folder (resume)."""
         assert self.recording is not None
         entries = list(self.recording.entries)
+        last_time = None
         for entry in entries:
+            # The seconds since the entry before: the action's time to settle, as _do measures it (near enough).
+            elapsed = entry["time"] - last_time if isinstance(entry.get("time"), (int, float)) and last_time else None
+            last_time = entry.get("time") if isinstance(entry.get("time"), (int, float)) else None
             frame = self.recording.frame(entry)
             if frame is None:
                 continue
@@ -153,7 +157,8 @@ class Explorer:
                 if t is not None:
                     transients.append((sketch(t), rel))
             came_by, sk = self._came_by(entry["action"]), sketch(frame)
-            self._absorb(entry["action"], sk, entry["frame"], transients, unpack_cells(entry.get("moving"), sk))
+            self._absorb(entry["action"], sk, entry["frame"], transients, unpack_cells(entry.get("moving"), sk),
+                         elapsed)
             self._prepare(frame, came_by)
             if entry["action"].get("type") in ("tap", "swipe", "key"):
                 self.taps += 1
@@ -203,6 +208,7 @@ class Explorer:
         if before.kind in ("page", "loading") and self.atlas.pages[before.page].sketches:
             before_sketch = self.atlas.pages[before.page].sketches[-1]
         kind = action["type"]
+        started = self.clock()
         try:
             if kind == "tap":
                 self.device.tap(*action["point"])
@@ -232,7 +238,8 @@ class Explorer:
         self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         came_by = self._came_by(action)
-        here = self._absorb(action, settled.sketch, entry["frame"], transients, settled.moving)
+        here = self._absorb(action, settled.sketch, entry["frame"], transients, settled.moving,
+                            self.clock() - started)
         if here.kind == "popup" and before.kind == "popup" and before.popup == here.popup:
             self._popup_tries[action_key(action)] += 1
         else:
@@ -240,10 +247,12 @@ class Explorer:
         self._prepare(settled.frame, came_by)
         return here
 
-    def _absorb(self, action: dict[str, Any], sk: Any, rel: str, transients: list, moving: Any) -> Here:
-        """The atlas learns where `action` led; the priority learns whether a tap changed the screen."""
+    def _absorb(self, action: dict[str, Any], sk: Any, rel: str, transients: list, moving: Any,
+                elapsed: float | None = None) -> Here:
+        """The atlas learns where `action` led (and, through a loading screen, how long it took); the priority
+        learns whether a tap changed the screen."""
         before = self.atlas.here
-        here = self.atlas.absorb(action, sk, rel, transients, moving=moving)
+        here = self.atlas.absorb(action, sk, rel, transients, moving=moving, elapsed=elapsed)
         if before.kind == "page" and before.page is not None:
             self.priority.saw(before.page, action, here != before)
         return here

@@ -87,3 +87,36 @@ def test_written_graph_validates_and_observes_its_pages(tmp_path, frames):
             assert "popup_1" in seen.popups
         else:
             assert seen.page == name, (name, seen.page, seen.ambiguous)
+
+
+def test_a_page_behind_a_loading_screen_gets_twice_its_slowest_measured_arrival_not_a_flat_15_s(tmp_path, frames):
+    """Generated game 1's draft under chaos: every page behind a loading screen had 15 s, and a dropped tap or a
+    screen nobody names on the way there cost 15 s of a goto's 30 (129 of 200 arrived). The atlas keeps the slowest
+    arrival through a loading screen; the written allowance is LOADING_FACTOR times it, between LOADING_LEAST and
+    LOADING_SECONDS; a page found slow without a measurement keeps LOADING_SECONDS."""
+    import yaml
+
+    from engine.explore.atlas import Atlas
+    from engine.explore.sketch import sketch
+    from engine.explore.write import LOADING_FACTOR, LOADING_LEAST, LOADING_SECONDS, allowance
+
+    atlas = Atlas()
+    atlas.absorb({"type": "screenshot"}, sketch(frames["page_login"]), "l.png")
+    loading = [(sketch(frames["page_settings"]), "t.png")]  # any screen that came and went by itself
+    for elapsed in (2.5, 3.5, 2.0):
+        atlas.absorb({"type": "tap", "point": [640, 590]}, sketch(frames["page_main"]), "m.png", loading,
+                     elapsed=elapsed)
+        atlas.absorb({"type": "key", "key": "back"}, sketch(frames["page_login"]), "l.png")
+    main = next(p for p in atlas.pages if p.slow)
+    assert main.slow_s == 3.5
+    assert allowance(main.slow_s) == LOADING_FACTOR * 3.5
+    assert allowance(0.5) == LOADING_LEAST and allowance(60.0) == allowance(0.0) == LOADING_SECONDS
+
+    draft = _draft(tmp_path, frames)
+    draft.pages[1] = draft.pages[1].model_copy(update={"loading": True, "loading_s": allowance(3.5)})
+    draft.pages[2] = draft.pages[2].model_copy(update={"loading": True})
+    write_graph(draft, tmp_path)
+    written = {p["name"]: p for p in yaml.safe_load((tmp_path / "pages.yaml").read_text())["pages"]}
+    assert written["page_main"]["loading"] == LOADING_FACTOR * 3.5
+    assert written["page_shop"]["loading"] == LOADING_SECONDS
+    assert "loading" not in written["page_mail"]
