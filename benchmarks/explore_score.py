@@ -314,14 +314,33 @@ def action_does(truth: Truth, true_action: Any, action: dict[str, Any]) -> bool:
     return False
 
 
+def to_truth(draft: dict, truth: Truth, action: dict[str, Any]) -> dict[str, Any]:
+    """A draft's action in the truth's pixels: the explorer draws a device bigger than 1280 on its long side at a
+    reference size (engine.faces.commands.explore.REFERENCE_LONG_SIDE, the draft's `resolution`), as the engine
+    scales a graph to the device; the true click areas are in the game's own resolution (1080x2340, 1920x1080)."""
+    size = draft.get("resolution")
+    if not size or tuple(size) == tuple(truth.graph.resolution):
+        return action
+    sx, sy = truth.graph.resolution[0] / size[0], truth.graph.resolution[1] / size[1]
+    out = dict(action)
+    for key in ("point", "start", "end"):
+        if action.get(key):
+            out[key] = [round(action[key][0] * sx), round(action[key][1] * sy)]
+    if action.get("area"):
+        x1, y1, x2, y2 = action["area"]
+        out["area"] = [round(x1 * sx), round(y1 * sy), round(x2 * sx), round(y2 * sy)]
+    return out
+
+
 def score_links(draft: dict, truth: Truth, pairs: dict[str, str]) -> dict[str, Any]:
     true_links = truth.links()
     found: set[int] = set()
     right, wrong = 0, []
     for link in draft.get("links") or []:
         src, dst = pairs.get(link.get("from")), pairs.get(link.get("to"))
+        action = to_truth(draft, truth, link.get("action") or {})
         hits = [i for i, (page, true) in enumerate(true_links)
-                if page == src and true.to == dst and action_does(truth, true.action, link.get("action") or {})]
+                if page == src and true.to == dst and action_does(truth, true.action, action)]
         if hits and src is not None and dst is not None:
             right += 1
             found.update(hits)
@@ -347,7 +366,7 @@ def score_popups(draft: dict, truth: Truth, label: Labeller, scenario: Any = Non
     for popup in popups:
         true = pairs.get(popup["name"])
         steps = [a for a in truth.graph.popup(true).dismiss if a.type != "wait"] if true else []
-        if steps and popup.get("dismiss") and action_does(truth, steps[0], popup["dismiss"]):
+        if steps and popup.get("dismiss") and action_does(truth, steps[0], to_truth(draft, truth, popup["dismiss"])):
             dismiss_right += 1
     return {
         "draft": len(popups), "true": len(possible), "matched": len(pairs),

@@ -268,3 +268,24 @@ def test_a_draft_that_confuses_two_pages_makes_false_successes(perfect, tmp_path
     assert result["verified"] == 12 and result["false_successes"] >= 1
     assert result["arrived"] + result["false_successes"] == 12  # every miss was called verified
     assert {example for example in result["false_success_examples"]} == {("page_shop", "page_shop", "page_mail")}
+
+
+def test_a_draft_drawn_at_the_reference_size_is_scored_in_the_games_pixels(perfect, tmp_path, truth):
+    """The explorer drafts a device bigger than 1280 on its long side at a reference size; its taps are scaled to
+    the game's pixels before they are judged (a 1080x2340 game's links scored 25 of 136 right unscaled: every tap
+    was compared with click areas twice its scale)."""
+    def halved(draft):
+        draft["resolution"] = [640, 360]
+        for link in draft["links"]:
+            action = link["action"]
+            for key in ("point", "start", "end"):
+                if key in action:
+                    action[key] = [action[key][0] // 2, action[key][1] // 2]
+            if "area" in action:
+                action["area"] = [v // 2 for v in action["area"]]
+        for popup in draft["popups"]:
+            popup["dismiss"]["point"] = [v // 2 for v in popup["dismiss"]["point"]]
+
+    score = score_draft(variant(perfect, tmp_path, halved), truth)
+    assert (score.links["recall"], score.links["precision"]) == (1.0, 1.0)
+    assert score.popups["dismiss_right"] == 2
