@@ -135,6 +135,8 @@ class Atlas:
         self.pages: list[PageNode] = []
         self.popups: list[PopupNode] = []
         self.here: Here = NOWHERE
+        self.stood: int | None = None
+        """The last page the explorer stood on with nothing over it (None after a restart)."""
         self.start: int | None = None
         self._start_by_restart = False
         self._last: tuple[int, str] | None = None
@@ -252,8 +254,13 @@ class Atlas:
         for t_sk, t_path in transients:
             self.loading_screen(t_sk, t_path)
         prev, led_to = self.here, self.led_to(action)
-        kind, page_id, found = self.classify(sk, moving, on=prev.page if prev.kind in ("page", "popup") else None,
-                                             led_to=led_to, path=frame_path)
+        # The page an undimmed box may be a popup over: the one the explorer stands on, or the one under the popup
+        # it stands on if it stood on that page before the popup came. A dimmed dialog that came with a tap on
+        # another page is placed over the page its dimmed rest looks most like, a guess: a tab never seen without
+        # that dialog looked like its sister tab, and once the dialog closed every clean frame of it was taken for
+        # a popup over the sister (issue 45, seed 3: two tabs of four never drafted).
+        on = prev.page if prev.kind == "page" or prev.kind == "popup" and prev.page == self.stood else None
+        kind, page_id, found = self.classify(sk, moving, on=on, led_to=led_to, path=frame_path)
         if kind == "popup":
             popup = self._popup_for(sk, page_id, found, frame_path)
             now = Here("popup", page_id, popup.id)
@@ -318,6 +325,8 @@ class Atlas:
                 if elapsed:
                     self.pages[now.page].slow_s = max(self.pages[now.page].slow_s, elapsed)
         self.here = now
+        if now.kind == "page" or kind_of == "restart":
+            self.stood = now.page if now.kind == "page" else None
         return now
 
     def _thaw(self) -> None:

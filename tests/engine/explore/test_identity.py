@@ -10,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from engine.explore.atlas import STABLE_SLACK, Atlas
+from engine.explore.atlas import NOWHERE, STABLE_SLACK, Atlas
 from engine.explore.regions import page_actions
 from engine.explore.sketch import SAME_PAGE, cell_match, similarity, sketch
 
@@ -300,3 +300,41 @@ def test_a_cell_seen_moving_by_itself_is_never_signed_while_a_still_one_tells_th
     assert signed_on_timer(stable_signatures([page], [other]))  # the timer is a candidate like any other
     still = stable_signatures([page], [other], moving=moving)
     assert still and not signed_on_timer(still)
+
+
+def test_a_tab_first_seen_under_a_dialog_is_its_own_page_once_the_dialog_closes(tmp_path):
+    """Generated game 3 (1080x2340, tabs by tap): SPIRE's tab shows a dialog the first time it is opened. The dimmed
+    rest of the screen looks most like its sister tab WARDEN, so the dialog is placed over WARDEN, a guess; once it
+    closed, the clean SPIRE differs from WARDEN by a box (its lit tab and its own button) and was taken for another
+    popup over WARDEN, every time: two tabs of four never drafted. An undimmed box is a popup only over a page the
+    explorer stood on."""
+    import cv2
+
+    from engine.config.loader import load_graph
+    from engine.explore.sketch import sketch
+    from engine.faces.commands.explore import REFERENCE_LONG_SIDE
+    from engine.sim.generate import generate
+    from engine.sim.style import style_beside
+    from engine.sim.styled import StyledRenderer
+
+    folder = generate(3, tmp_path / "game3")
+    graph = load_graph(folder).resolve()
+    renderer = StyledRenderer(graph, style_beside(folder))
+    width, height = graph.resolution
+    scale = min(1.0, REFERENCE_LONG_SIDE / max(width, height))
+
+    def seen(frame):
+        return sketch(cv2.resize(frame, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_AREA))
+
+    dialog = next(p for p in graph.popups if "page_supply_spire" in (p.pages or ()))
+    atlas = Atlas()
+    warden = atlas.absorb({"type": "screenshot"}, seen(renderer.page("page_supply_warden")), "w.png")
+    atlas.here = NOWHERE  # FABLE seen apart (as the explorer found it: its figure appearing is no popup)
+    fable = atlas.absorb({"type": "screenshot"}, seen(renderer.page("page_supply_fable")), "f.png")
+    assert fable.kind == "page" and fable.page != warden.page
+    spire_page = renderer.page("page_supply_spire")
+    covered = atlas.absorb({"type": "tap", "point": [500, 462]}, seen(renderer.with_popups(spire_page, [dialog])),
+                           "d.png")
+    assert covered.kind == "popup"
+    spire = atlas.absorb({"type": "key", "key": "back"}, seen(spire_page), "s.png")
+    assert spire.kind == "page" and spire.page not in (warden.page, fable.page)
