@@ -26,7 +26,7 @@ from engine.core.errors import DeviceError
 from engine.explore import dismiss
 from engine.explore.atlas import Atlas, Here, PageNode, action_key, key_action
 from engine.explore.effects import LONGEST, Settled, settle
-from engine.explore.priority import Priority
+from engine.explore.priority import Priority, first_order
 from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
 from engine.explore.routes import first_action
@@ -143,11 +143,10 @@ class Explorer:
         """Learn again from a recording left by an earlier run in the same folder (resume)."""
         assert self.recording is not None
         entries = list(self.recording.entries)
-        last_time = None
-        for entry in entries:
-            # The seconds since the entry before: the action's time to settle, as _do measures it (near enough).
-            elapsed = entry["time"] - last_time if isinstance(entry.get("time"), (int, float)) and last_time else None
-            last_time = entry.get("time") if isinstance(entry.get("time"), (int, float)) else None
+        last = None
+        for entry in entries:  # (the time since the entry before: the action's time to settle, as _do measures it)
+            now = entry.get("time") if isinstance(entry.get("time"), (int, float)) else None
+            elapsed, last = (now - last if now and last else None), now
             frame = self.recording.frame(entry)
             if frame is None:
                 continue
@@ -186,16 +185,9 @@ class Explorer:
             if not page.actions:
                 page.actions = page_actions(frame, page.moving)
                 self.priority.describe(page.id, frame, page.actions)
-                if came_by is not None and came_by[1].startswith("swipe:"):
-                    # Reached by a swipe: a tab of a row switched by swiping, a carousel's card. Its neighbours are a
-                    # swipe away, and swipes came after every region (issue 45, seed 1: two tabs never reached in a
-                    # 10-minute explore, their links the swipes of a page whose taps were not all tried yet).
-                    page.actions.sort(key=lambda a: a["type"] != "swipe")
-                if came_by is not None and any(o[0] == "page" and o[1] != page.id for o in
-                                               self.atlas.pages[came_by[0]].results.get(came_by[1], ())):
-                    # A new screen where the same action led to a known page before: a detour (an event's splash,
-                    # a screen the game shows at random) that the back key leaves; it is tried first.
-                    page.actions.sort(key=lambda a: a["type"] != "key")
+                detour = came_by is not None and any(o[0] == "page" and o[1] != page.id for o in
+                                                     self.atlas.pages[came_by[0]].results.get(came_by[1], ()))
+                page.actions = first_order(page.actions, came_by[1] if came_by else None, detour)
                 popup = self._panels.showing(self.atlas.popups, self.atlas.pages, frame)
                 if popup is not None:  # a known popup over a page never seen: what closed it comes first
                     closers = [a for a in map(key_action, (k for k, _ in popup.closed.most_common(2))) if a]
@@ -238,8 +230,7 @@ class Explorer:
         self._last = (settled.sketch, entry["frame"])
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         came_by = self._came_by(action)
-        here = self._absorb(action, settled.sketch, entry["frame"], transients, settled.moving,
-                            self.clock() - started)
+        here = self._absorb(action, settled.sketch, entry["frame"], transients, settled.moving, self.clock() - started)
         if here.kind == "popup" and before.kind == "popup" and before.popup == here.popup:
             self._popup_tries[action_key(action)] += 1
         else:
@@ -247,10 +238,8 @@ class Explorer:
         self._prepare(settled.frame, came_by)
         return here
 
-    def _absorb(self, action: dict[str, Any], sk: Any, rel: str, transients: list, moving: Any,
-                elapsed: float | None = None) -> Here:
-        """The atlas learns where `action` led (and, through a loading screen, how long it took); the priority
-        learns whether a tap changed the screen."""
+    def _absorb(self, action: dict, sk: Any, rel: str, transients: list, moving: Any, elapsed: float | None) -> Here:
+        """The atlas learns where `action` led (and how long it took); the priority, whether a tap changed it."""
         before = self.atlas.here
         here = self.atlas.absorb(action, sk, rel, transients, moving=moving, elapsed=elapsed)
         if before.kind == "page" and before.page is not None:

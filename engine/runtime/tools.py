@@ -31,7 +31,7 @@ from engine.core.errors import DeviceError, EngineError
 from engine.core.results import Observation, Outcome, ToolResult, did_you_mean, make_result
 from engine.device.frames import encode_png, frame_problem
 from engine.navigation.actuator import Actuator
-from engine.navigation.navigator import describe
+from engine.navigation.verdict import describe
 from engine.navigation.recovery import dialogs_closed
 from engine.navigation.routes import canonical_page
 from engine.runtime.toolspecs import SPECS, TOOL_NAMES, ToolSpec  # noqa: F401 - re-exported

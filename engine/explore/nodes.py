@@ -1,0 +1,89 @@
+"""The atlas's records (engine.explore.atlas): a page as a cluster of frames, a popup over pages, and where the
+explorer stands."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.explore.sketch import Sketch
+
+Area = tuple[int, int, int, int]
+
+
+@dataclass
+class PageNode:
+    id: int
+    sketches: list[Sketch] = field(default_factory=list)
+    sketch_files: list[str | None] = field(default_factory=list)  # each sketch's frame file (engine.explore.words)
+    members: list[str] = field(default_factory=list)
+    visits: int = 0
+    loading: bool = False
+    """A loading screen: it changed into another screen by itself."""
+    slow: bool = False
+    """Reached through a loading screen at least once."""
+    slow_s: float = 0.0
+    """The longest an action took to reach this page through a loading screen (0: not measured, such as a page found
+    slow only when what led to it turned out to be a loading screen): the draft's allowance is made from it."""
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    """Candidate actions, in the order they are tried (set on the first visit)."""
+    tried: Counter = field(default_factory=Counter)
+    taken: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """action key -> the action as it was taken."""
+    results: dict[str, Counter] = field(default_factory=dict)
+    """action key -> Counter of outcomes: ('page', id) (a popup over that page included), ('same',), ('lost',)."""
+    abandoned: bool = False
+    """Given up: no route led back to it even right after a restart (its untried actions stay untried)."""
+    swept: int = 0
+    """Levels of grid taps added to its actions (engine.explore.explorer.grid_actions): 0 none, 1 coarse, 2 all."""
+    name: str | None = None
+    title: tuple[Area, str] | None = None
+    moving: Any = None
+    """(rows, cols) booleans: cells seen changing by themselves on it (engine.explore.effects.Settled.moving)."""
+    folded: int | None = None
+    """The popup this page turned out to be (another page under it, seen before that page was known): no longer a
+    page, and frames are matched against the page under it instead."""
+
+
+@dataclass
+class PopupNode:
+    id: int
+    box: Area
+    over: set[int] = field(default_factory=set)
+    sketches: list[Sketch] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    dismiss: dict[str, Any] | None = None
+    tried: Counter = field(default_factory=Counter)
+    closed: Counter = field(default_factory=Counter)
+    """Action keys that closed it (to the page under it), and how often: two dialogs that look one may each take
+    another button (engine.explore.dismiss tries them all)."""
+    opened_by: set[tuple[int, str]] = field(default_factory=set)
+    failures: int = 0
+    """Showings that ended in a restart, no way to close it found (engine.explore.explorer.Explorer._dismiss)."""
+
+
+@dataclass(frozen=True)
+class Here:
+    """Where the explorer is: a page, a popup over a page, a loading screen, or nowhere known."""
+
+    kind: str  # page | popup | loading | none
+    page: int | None = None
+    popup: int | None = None
+
+    def outcome(self) -> tuple:
+        """What an action that led here led to: a popup over a page is that page (the popup shows at random on
+        arrival, or the action opened it over the page it was taken on: then it is that page, no link; who opens a
+        popup is kept in ``PopupNode.opened_by``)."""
+        if self.kind in ("page", "loading", "popup"):
+            return ("page", self.page)
+        return ("lost",)
+
+
+NOWHERE = Here("none")
+
+
+def best_of(outcomes: Counter) -> tuple:
+    """The most frequent outcome; on a tie, one that led somewhere (a dropped tap leaves the screen as it was, so
+    "the same" once and another page once is a link)."""
+    return max(outcomes.items(), key=lambda item: (item[1], item[0] != ("same",)))[0]
