@@ -7,6 +7,7 @@ DIR/assets`` navigates with; draft.yaml stays the source of truth and is never r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +54,29 @@ def _action(step: Step) -> dict[str, Any]:
     return {"type": "key", "key": step.key}
 
 
+def alike_pages(draft: Draft) -> set[str]:
+    """Pages whose signatures, as written, are another page's too: the observer could never tell them apart, and the
+    loader refuses such a graph (generated game 9: six pages on one backdrop given the same two colour samples, no
+    region found that told them apart; the whole draft failed to load and no goto could run). They stay in the draft
+    (and its review list, as weak signatures) and are left out of the graph, with their links: naming one of them
+    when another shows would be a false success."""
+    groups: dict[str, list[str]] = {}
+    for page in draft.pages:
+        if page.signatures:
+            key = json.dumps(sorted(json.dumps(_signature(s), sort_keys=True).lower() for s in page.signatures))
+            groups.setdefault(key, []).append(page.name)
+    return {name for group in groups.values() if len(group) > 1 for name in group}
+
+
 def graph_data(draft: Draft) -> dict[str, Any]:
     """The graph as plain data (one mapping, split into files by ``write_graph``), checked against the graph
     language's models so a draft never writes YAML the loader refuses."""
-    names = {p.name for p in draft.pages}
+    alike = alike_pages(draft)
+    names = {p.name for p in draft.pages} - alike
     pages: list[dict[str, Any]] = [{"name": UNKNOWN_PAGE, "description": "Anything the observer cannot name."}]
     for page in draft.pages:
+        if page.name in alike:
+            continue
         entry: dict[str, Any] = {"name": page.name}
         if page.title:
             entry["description"] = f"Titled {page.title!r} on screen."

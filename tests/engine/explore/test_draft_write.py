@@ -120,3 +120,25 @@ def test_a_page_behind_a_loading_screen_gets_twice_its_slowest_measured_arrival_
     assert written["page_main"]["loading"] == LOADING_FACTOR * 3.5
     assert written["page_shop"]["loading"] == LOADING_SECONDS
     assert "loading" not in written["page_mail"]
+
+
+def test_pages_whose_signatures_are_one_anothers_are_left_out_of_the_graph_which_loads(tmp_path, frames):
+    """Generated game 9's draft: six pages on one backdrop got the same two colour samples (no region told them
+    apart), the loader refused the whole graph and not one goto could run. They stay in the draft; the graph leaves
+    them out with their links, and loads."""
+    from engine.explore.draft import Signature
+
+    draft = _draft(tmp_path, frames)
+    same = [Signature(type="color", area=(244, 324, 316, 396), rgb=(146, 96, 161))]
+    draft.pages[2] = draft.pages[2].model_copy(update={"signatures": same})
+    draft.pages[3] = draft.pages[3].model_copy(update={"signatures": same})
+    twins = {draft.pages[2].name, draft.pages[3].name}
+    draft.links.append(DraftLink(**{"from": "page_main", "to": draft.pages[2].name,
+                                    "action": TapStep(type="tap", point=(100, 100)), "seen": 2, "tried": 2}))
+    write_graph(draft, tmp_path)
+    report = check_graph(tmp_path)
+    assert report.ok, [str(p) for p in report.problems]
+    graph = load_graph(tmp_path)
+    assert twins.isdisjoint(p.name for p in graph.pages)
+    assert all(link.to not in twins for p in graph.pages for link in p.links)
+    assert {"page_login", "page_main"} <= {p.name for p in graph.pages}
