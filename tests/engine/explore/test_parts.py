@@ -449,10 +449,7 @@ def test_a_new_screen_where_a_known_link_led_before_is_a_detour_left_with_the_ba
     tap, back = {"type": "tap", "point": [60, 40]}, {"type": "key", "key": "back"}
 
     def act(action, frame):
-        came_by = explorer._came_by(action)
-        atlas.absorb(action, sketch(frame), "f.png")
-        explorer._prepare(frame, came_by)
-        return atlas.pages[atlas.here.page]
+        return _step(explorer, action, frame)
 
     act({"type": "screenshot"}, screens["page_main"])
     shop = act(tap, screens["page_shop"])
@@ -782,13 +779,19 @@ def test_a_page_reached_by_a_swipe_tries_the_swipes_first(screens):
     swipe = {"type": "swipe", "start": [896, 360], "end": [384, 360]}
 
     def act(action, frame):
-        came_by = explorer._came_by(action)
-        atlas.absorb(action, sketch(frame), "f.png")
-        explorer._prepare(frame, came_by)
-        return atlas.pages[atlas.here.page]
+        return _step(explorer, action, frame)
 
     act({"type": "screenshot"}, screens["page_main"])
     shop = act(swipe, screens["page_shop"])
     assert [a["type"] for a in shop.actions[:4]] == ["swipe"] * 4 and shop.actions[4]["type"] != "swipe"
     mail = act({"type": "tap", "point": [60, 40]}, screens["page_mail"])
     assert mail.actions[0]["type"] == "tap"
+
+
+def _step(explorer, action, frame):
+    """What the explorer's _do does after acting, without a device: where `action` led on `frame`, and the page's
+    first order of actions (the page it stands on after)."""
+    came_by = explorer._came_by(action)
+    explorer.atlas.absorb(action, sketch(frame), "f.png")
+    explorer._prepare(frame, came_by)
+    return explorer.atlas.pages[explorer.atlas.here.page]
