@@ -73,6 +73,9 @@ class Atlas:
         self._stays_in_a_row: list[tuple[int, str]] = []
         self.frozen = False
         """FROZEN_AFTER links in a row left the screen as it was (cleared by a restart)."""
+        self.unfolded: list[tuple[int, str | None]] = []
+        """Pages that popups turned out to be (Atlas.unfold) and a frame of each, for the explorer to offer their
+        actions (it takes them from here)."""
         self.swallowed: dict[tuple, list[str]] = {}
         """(kind, page, popup) -> actions given up there by the anti-repeat rule (engine.explore.repeats)."""
 
@@ -128,12 +131,13 @@ class Atlas:
                     _inside_similarity(sk, m, found.box) >= POPUP_LIKE for m in popup.sketches):
                 break
         else:
-            popup = PopupNode(len(self.popups), found.box)
+            popup = PopupNode(len(self.popups), found.box, dimmed=found.gain <= DIM_BELOW)
             self.popups.append(popup)
             self.changes += 1
         popup.over.add(over)
         if len(popup.sketches) < KEEP_SKETCHES:
             popup.sketches.append(sk)
+            popup.sketch_files.append(frame_path)
         if frame_path and len(popup.members) < KEEP_MEMBERS and frame_path not in popup.members:
             popup.members.append(frame_path)
         return popup
@@ -235,6 +239,9 @@ class Atlas:
                 if popup.dismiss is None:
                     popup.dismiss = dict(action)
                     self.changes += 1
+                if kind_of == "key" and now.kind == "page" and not popup.dimmed and \
+                        any(src == now.page for src, _ in popup.opened_by):
+                    self.unfold(popup, now.page, action)
         if kind_of == "restart" or now != prev:
             self._stays_in_a_row.clear()
             self.frozen = self.frozen and kind_of != "restart"
@@ -350,6 +357,29 @@ class Atlas:
                     counter[("page", under)] += moved
         self.changes += 1
         return popup
+
+    def unfold(self, popup: PopupNode, under: int, key_action: dict[str, Any]) -> PageNode:
+        """An undimmed box that an action on page `under` opened, and that the back key closed back to it, is a page
+        opened from `under` (a list's row, an item) drawn on the backdrop they share, not a popup: modal dialogs dim
+        the page they cover (every one the generated games and the simulator's Azur Lane draw), and a page whose
+        drawing differs from its parent's in a box looks like one over it (issue 45: generated seed 10's ESTATE and
+        EPOCH, seed 4's EMPIRE and GROVE, each a popup closed by back, and never explored). What opened it leads to
+        the new page; its back key, to `under`."""
+        page = PageNode(len(self.pages), sketches=list(popup.sketches), sketch_files=list(popup.sketch_files),
+                        members=list(popup.members), visits=1)
+        key = action_key(key_action)
+        page.tried[key], page.taken[key] = popup.tried[key], dict(key_action)
+        page.results[key] = Counter({("page", under): popup.closed[key]})
+        for src, opener in popup.opened_by:  # an action that opened a popup over its own page counted as "same"
+            counter = self.pages[src].results.get(opener)
+            moved = counter.pop(("same",), 0) if counter is not None else 0
+            if moved:
+                counter[("page", page.id)] += moved
+        self.pages.append(page)
+        popup.became, popup.over, popup.sketches, popup.closed, popup.dismiss = page.id, set(), [], Counter(), None
+        self.unfolded.append((page.id, page.members[0] if page.members else None))
+        self.changes += 1
+        return page
 
     # ------------------------------------------------------------------ reading what was learnt
 

@@ -107,7 +107,7 @@ class Explorer:
         self.recording = Recording(self.folder)
         try:
             self._replay()
-            self._look_first()
+            self._do({"type": "screenshot"})  # the first look
             while True:
                 if self.taps_left() <= 0:
                     self.stopped_because = "the tap budget is spent"
@@ -170,18 +170,15 @@ class Explorer:
         if entries:
             self.progress(f"explore: resumed from {len(entries)} recorded actions")
 
-    def _look_first(self) -> None:
-        self._do({"type": "screenshot"})
-
     def _came_by(self, action: dict[str, Any]) -> tuple[int, str] | None:
         """The page an action is taken on and its key (None off a page)."""
-        here = self.atlas.here
-        return (here.page, action_key(action)) if here.kind == "page" and here.page is not None else None
+        return (self.atlas.here.page, action_key(action)) if self.atlas.here.kind == "page" else None
 
-    def _prepare(self, frame: np.ndarray, came_by: tuple[int, str] | None = None) -> None:
+    def _prepare(self, frame: np.ndarray | None, came_by: tuple[int, str] | None = None, page_id: int | None = None
+                 ) -> None:
         here = self.atlas.here
-        if here.kind == "page":
-            page = self.atlas.pages[here.page]
+        if frame is not None and (page_id is not None or here.kind == "page"):
+            page = self.atlas.pages[here.page if page_id is None else page_id]
             if not page.actions:
                 page.actions = page_actions(frame, page.moving)
                 self.priority.describe(page.id, frame, page.actions)
@@ -242,6 +239,9 @@ class Explorer:
         """The atlas learns where `action` led (and how long it took); the priority, whether a tap changed it."""
         before = self.atlas.here
         here = self.atlas.absorb(action, sk, rel, transients, moving=moving, elapsed=elapsed)
+        while self.atlas.unfolded:  # popups found to be pages (Atlas.unfold): their actions offered from a frame
+            page_id, member = self.atlas.unfolded.pop()
+            self._prepare(self.recording.read(member) if member and self.recording else None, page_id=page_id)
         if before.kind == "page" and before.page is not None:
             self.priority.saw(before.page, action, here != before)
         return here

@@ -54,6 +54,11 @@ class PopupNode:
     sketches: list[Sketch] = field(default_factory=list)
     members: list[str] = field(default_factory=list)
     dismiss: dict[str, Any] | None = None
+    dimmed: bool = True
+    """Found over a dimmed page (a modal panel); an undimmed box may be a page opened from the one it covers."""
+    sketch_files: list[str | None] = field(default_factory=list)  # each sketch's frame file
+    became: int | None = None
+    """The page this turned out to be (engine.explore.atlas.Atlas.unfold): no longer a popup."""
     tried: Counter = field(default_factory=Counter)
     closed: Counter = field(default_factory=Counter)
     """Action keys that closed it (to the page under it), and how often: two dialogs that look one may each take

@@ -10,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from engine.explore.atlas import NOWHERE, STABLE_SLACK, Atlas
+from engine.explore.atlas import NOWHERE, STABLE_SLACK, Atlas, Here
 from engine.explore.regions import page_actions
 from engine.explore.sketch import SAME_PAGE, cell_match, similarity, sketch
 
@@ -338,3 +338,57 @@ def test_a_tab_first_seen_under_a_dialog_is_its_own_page_once_the_dialog_closes(
     assert covered.kind == "popup"
     spire = atlas.absorb({"type": "key", "key": "back"}, seen(spire_page), "s.png")
     assert spire.kind == "page" and spire.page not in (warden.page, fable.page)
+
+
+def test_an_undimmed_box_a_tap_opened_and_the_back_key_closed_is_a_page_opened_from_the_one_it_covered(tmp_path):
+    """Generated game 10 (1280x720, one striped backdrop): TRIBE lists ESTATE and ATLAS, and ESTATE's page shows one
+    block where TRIBE's three were, nothing dimmed. It differs from TRIBE in a box, so it was taken for a popup over
+    TRIBE, closed by the back key, and never explored (its page and what lay behind it missing from the draft). A
+    modal dialog dims the page it covers; an undimmed box that the back key closes onto the page a tap opened it
+    from is that page's child: a page, with the tap as its link and the back key as its way back, its actions
+    offered. A dimmed dialog closed the same way stays a popup."""
+    from engine.config.loader import load_graph
+    from engine.explore.explorer import Explorer
+    from engine.explore.sketch import sketch
+    from engine.sim.generate import generate
+    from engine.sim.style import style_beside
+    from engine.sim.styled import StyledRenderer
+
+    folder = generate(10, tmp_path / "game10")
+    graph = load_graph(folder).resolve()
+    renderer = StyledRenderer(graph, style_beside(folder))
+    frames = {"tribe.png": renderer.page("page_tribe"), "estate.png": renderer.page("page_estate")}
+    dialog = graph.popups[0]
+    frames["dialog.png"] = renderer.with_popups(frames["tribe.png"], [dialog])
+
+    class Frames:
+        def read(self, rel):
+            return frames.get(rel)
+
+    tap, back = {"type": "tap", "point": [902, 132]}, {"type": "key", "key": "back"}
+
+    def explorer():
+        made = Explorer(device=None, folder=tmp_path / "unused")
+        made.recording = Frames()
+        return made
+
+    def step(explorer, action, rel):
+        return explorer._absorb(action, sketch(frames[rel]), rel, [], None, None)
+
+    child = explorer()
+    tribe = step(child, {"type": "screenshot"}, "tribe.png")
+    assert step(child, tap, "estate.png").kind == "popup"  # at first sight, a box over the page
+    assert step(child, back, "tribe.png") == tribe
+    atlas = child.atlas
+    estate = atlas.outcome(tribe.page, "tap:902,132")
+    assert estate[0] == "page" and estate[1] != tribe.page
+    page = atlas.pages[estate[1]]
+    assert atlas.outcome(page.id, "key:back") == ("page", tribe.page) and page.actions
+    assert not any(p.over for p in atlas.popups)  # no popup left in the draft
+    assert step(child, tap, "estate.png") == Here("page", page.id)  # seen again: that page
+
+    modal = explorer()
+    tribe = step(modal, {"type": "screenshot"}, "tribe.png")
+    assert step(modal, tap, "dialog.png").kind == "popup"
+    assert step(modal, back, "tribe.png") == tribe
+    assert modal.atlas.outcome(tribe.page, "tap:902,132") == ("same",) and len(modal.atlas.live_pages()) == 1
