@@ -101,3 +101,28 @@ def test_promising_work_is_a_tap_or_swipe_whose_kind_changed_the_screen_never_th
         priority.saw(0, swipe, changed=False)
     assert not priority.promising(0, swipe)
     assert not priority.promising(0, {"type": "key", "key": "back"})
+
+
+def test_a_tap_on_the_colour_of_buttons_that_led_somewhere_comes_before_one_of_its_kind_in_another_colour():
+    """Generated seed 5: a list's rows, their words cutting each plate into pieces, rated as the pieces of the
+    figures beside them (which do nothing), were left untried at 10 minutes. A game draws its buttons alike: a piece
+    of a plate whose colour led somewhere comes first among its kind; a colour never tried leaves the kind's rate."""
+    priority = Priority()
+    plate, figure, other = (200, 70, 130), (60, 180, 90), (90, 90, 200)
+    frame = np.full((SIZE[1], SIZE[0], 3), 30, np.uint8)
+    frame[100:160, 560:900] = plate           # a button that leads somewhere
+    frame[300:360, 560:900] = plate           # a list's row, cut into a piece by its word
+    frame[300:400, 100:300] = figure          # a figure's piece
+    frame[500:560, 560:900] = other           # a plate of a colour never tried
+    button = tap(730, 130, "blob/large/middle/still", 60)
+    row, piece, fresh = (tap(600, 330, "piece/large/middle/still", 40), tap(200, 350, "piece/large/middle/still", 40),
+                         tap(600, 530, "piece/large/middle/still", 40))
+    priority.describe(0, frame, [button, piece, row, fresh])
+    priority.saw(0, button, changed=True)
+    for page in (1, 2, 3):  # the figures' pieces do nothing, page after page
+        priority.describe(page, frame, [piece])
+        priority.saw(page, piece, changed=False)
+    assert priority.rate("piece/large/middle/still") < 0.3
+    assert priority.order(0, [piece, fresh, row])[0] == row
+    assert priority.promising(0, row) and not priority.promising(0, piece)
+    assert priority.score(0, fresh) == priority.rate("piece/large/middle/still")
