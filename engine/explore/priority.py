@@ -15,6 +15,9 @@ A tap's look counts beside its kind: a game draws its buttons alike (one plate, 
 the colour of regions whose taps changed the screen rate as those did (a colour's family, COLOUR_NEAR). Kinds alone
 put a list's rows behind a figure's pieces when the glyphs of the rows' words cut them into pieces too (issue 45,
 generated seed 5: ten list rows on two pages left untried at 10 minutes, rated as the figures' pieces, 0.25).
+Regions that are pieces of one plate (side by side on one band, of one colour, the plate's colour between them: a
+button whose word cut it in two or three) do what one of them did: once one changed the screen, the others are put
+off (generated seed 11: each list row offered as three taps; seed 5: two).
 What is learnt is a function of the actions and the frames they were taken on, so a resumed run learns it again.
 """
 
@@ -35,6 +38,7 @@ DUD_OVERLAP = 0.6
 LOOK_SAME = 12.0
 """Mean gray difference (0-255) of two areas' 8x8 looks under which they show the same thing."""
 LOOK = 8
+BAND_OVERLAP = 0.6
 COLOUR_NEAR = 24.0
 """Largest per-channel difference of two regions' median colours for them to be of one colour's family."""
 PROMISING = 0.3
@@ -60,6 +64,30 @@ def colour_of(frame: np.ndarray, area: Area) -> np.ndarray | None:
     return np.median(crop, axis=0).astype(np.float32) if crop.size else None
 
 
+def one_plate(frame: np.ndarray, a: Area, b: Area, colour_a: np.ndarray, colour_b: np.ndarray) -> bool:
+    """Whether areas `a` and `b` are pieces of one plate: on one band (BAND_OVERLAP of the lower one's height), of
+    one colour, joined by pixels of that colour on the band (around the words that cut the plate; a stretch of
+    backdrop between two buttons parts them)."""
+    low, high = max(a[1], b[1]), min(a[3], b[3])
+    if high - low < BAND_OVERLAP * min(a[3] - a[1], b[3] - b[1]) or \
+            float(np.abs(colour_a - colour_b).max()) > COLOUR_NEAR or frame.ndim != 3:
+        return False
+    x1, x2 = max(0, min(a[0], b[0])), max(a[2], b[2])
+    band = frame[max(0, low):high, x1:x2].astype(np.int16)
+    plate = (np.abs(band - colour_a.astype(np.int16)).max(axis=2) <= COLOUR_NEAR).astype(np.uint8)
+    if not plate.any():
+        return False
+    _, labels = cv2.connectedComponents(plate, connectivity=4)
+
+    def label(area: Area) -> int:
+        part = labels[:, max(0, area[0] - x1):max(0, area[2] - x1)]
+        found = np.bincount(part[part > 0].ravel()) if (part > 0).any() else None
+        return int(found.argmax()) if found is not None else -1
+
+    first = label(a)
+    return first > 0 and first == label(b)
+
+
 class Priority:
     """Kinds' tallies, the taps that did nothing, and the taps put off per page."""
 
@@ -73,13 +101,17 @@ class Priority:
         """(page, key) -> the colour family of the tap's region (index into `families`)."""
         self.families: list[list] = []
         """[median colour, taps tried, taps that changed the screen] per colour's family."""
+        self.plates: dict[tuple[int, str], set[str]] = {}
+        """(page, key) -> the keys of the other taps on the page that are pieces of the same plate (one_plate)."""
         self.off: dict[int, set[str]] = defaultdict(set)
-        """page -> keys of taps put off there for sitting where a tap did nothing elsewhere."""
+        """page -> keys of taps put off there: sitting where a tap did nothing elsewhere, or on the plate of a tap
+        that changed the screen."""
         self.thorough = False
         """Set once no page has other work: put-off taps are work too."""
 
     def describe(self, page: int, frame: np.ndarray, actions: list[dict[str, Any]]) -> None:
         """Remember the kind and the look of each tap `actions` offers on `page` (first seen as `frame`)."""
+        placed: list[tuple[str, Area, np.ndarray]] = []
         for action in actions:
             if action.get("type") != "tap" or not action.get("area"):
                 continue
@@ -92,6 +124,11 @@ class Priority:
             colour = colour_of(frame, area)
             if colour is not None:
                 self.colours[(page, key)] = self._family(colour)
+                for other, other_area, other_colour in placed:
+                    if one_plate(frame, area, other_area, colour, other_colour):
+                        self.plates.setdefault((page, key), set()).add(other)
+                        self.plates.setdefault((page, other), set()).add(key)
+                placed.append((key, area, colour))
             if any(p != page and box_match(area, a) >= DUD_OVERLAP and _alike(seen, lk) for p, a, lk in self.duds):
                 self.off[page].add(key)
 
@@ -108,6 +145,8 @@ class Priority:
             family = self.families[self.colours[(page, key)]]
             family[1] += 1
             family[2] += changed
+        if changed:
+            self.off[page].update(self.plates.get((page, key), ()))
         if changed or (page, key) not in self.looks:
             return
         area, seen = self.looks[(page, key)]

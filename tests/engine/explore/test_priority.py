@@ -126,3 +126,26 @@ def test_a_tap_on_the_colour_of_buttons_that_led_somewhere_comes_before_one_of_i
     assert priority.order(0, [piece, fresh, row])[0] == row
     assert priority.promising(0, row) and not priority.promising(0, piece)
     assert priority.score(0, fresh) == priority.rate("piece/large/middle/still")
+
+
+def test_once_a_piece_of_a_plate_changed_the_screen_its_other_pieces_wait_and_the_next_plate_does_not():
+    """Generated seed 11 offered each list row as three taps (its word cut the plate), seed 5 as two: every row cost
+    three taps to one link. Pieces of one plate (one band, one colour, joined by that colour around the word) are
+    put off once one of them changed the screen; a plate of the same colour beside it, a stretch of backdrop between,
+    is another button."""
+    plate = (200, 70, 130)
+    frame = np.full((SIZE[1], SIZE[0], 3), 30, np.uint8)
+    frame[180:240, 560:900] = plate
+    frame[195:225, 640:700] = (250, 250, 250)   # the word that cuts the first plate in two
+    frame[180:240, 916:1240] = plate            # the next button, 16 pixels of backdrop away
+    left, right = tap(600, 210, "piece/large/middle/still", 60), tap(800, 210, "piece/large/middle/still", 60)
+    left["area"], right["area"] = [560, 180, 640, 240], [700, 180, 900, 240]
+    beside = tap(1078, 210, "blob/large/middle/still", 60)
+    beside["area"] = [916, 180, 1240, 240]
+    priority = Priority()
+    priority.describe(0, frame, [left, right, beside])
+    assert not priority.put_off(0, right)
+    priority.saw(0, left, changed=True)
+    assert priority.put_off(0, right) and not priority.put_off(0, beside)
+    priority.thorough = True
+    assert not priority.put_off(0, right)
