@@ -225,6 +225,10 @@ class Atlas:
                 self.popups[now.popup].opened_by.add((prev.page, key))
             self._last = (prev.page, key)
             self._moves_by_itself(node)
+            if now.kind == "page" and now.page != prev.page:  # a sister left before its page's way back was known
+                for popup in [p for p in self.popups if p.left_for is not None and p.over and not p.dimmed]:
+                    if self._opened_from(popup, popup.left_for):
+                        self.unfold(popup, {"type": "key", "key": "back"}, popup.left_for, 1)
             if now.kind == "page" and now.page != prev.page and prev.page != self.start and not node.loading:
                 found = self.under_popup(prev.page, now.page)
                 if found is not None:  # it was `now` under a popup, `key` closed it
@@ -239,9 +243,10 @@ class Atlas:
                 if popup.dismiss is None:
                     popup.dismiss = dict(action)
                     self.changes += 1
-                if kind_of == "key" and now.kind == "page" and not popup.dimmed and \
-                        any(src == now.page for src, _ in popup.opened_by):
-                    self.unfold(popup, now.page, action)
+            if kind_of == "key" and now.kind == "page" and not popup.dimmed:
+                popup.left_for = now.page if now.page not in popup.over else popup.left_for
+                if self._opened_from(popup, now.page):
+                    self.unfold(popup, action, now.page, popup.closed[action_key(action)] or 1)
         if kind_of == "restart" or now != prev:
             self._stays_in_a_row.clear()
             self.frozen = self.frozen and kind_of != "restart"
@@ -358,20 +363,28 @@ class Atlas:
         self.changes += 1
         return popup
 
-    def unfold(self, popup: PopupNode, under: int, key_action: dict[str, Any]) -> PageNode:
-        """An undimmed box that an action on page `under` opened, and that the back key closed back to it, is a page
-        opened from `under` (a list's row, an item) drawn on the backdrop they share, not a popup: modal dialogs dim
-        the page they cover (every one the generated games and the simulator's Azur Lane draw), and a page whose
-        drawing differs from its parent's in a box looks like one over it (issue 45: generated seed 10's ESTATE and
-        EPOCH, seed 4's EMPIRE and GROVE, each a popup closed by back, and never explored). What opened it leads to
-        the new page; its back key, to `under`."""
+    def _opened_from(self, popup: PopupNode, now: int) -> bool:
+        """Whether the back key, having left `popup` for page `now`, shows it a page opened from the page it covers:
+        back to that page (its child), or to where that page's own back key leads or where it is opened from (its
+        sister: a tab)."""
+        return any(src in popup.over and (src == now or self.outcome(src, "key:back") == ("page", now)
+                                          or src in self.exits(now)) for src, _ in popup.opened_by)
+
+    def unfold(self, popup: PopupNode, key_action: dict[str, Any], to: int, seen: int) -> PageNode:
+        """An undimmed box that an action on the page it covers opened, and that the back key left for that page (or
+        for where that page's back key leads), is a page opened from it (a list's row, an item, a sister tab) drawn
+        on the backdrop they share, not a popup: a modal dialog dims what it covers (every one the generated games
+        and the simulator's Azur Lane draw) and is closed, not left, by the back key, while a page whose drawing
+        differs from another's in a box looks like one over it (issue 45: generated seed 10's ESTATE and EPOCH, seed
+        4's EMPIRE and GROVE, seed 3's CARGO and seed 6's LEGEND tabs, never explored). What opened it leads to the
+        new page; the back key (`seen` times), to `to`."""
         page = PageNode(len(self.pages), sketches=list(popup.sketches), sketch_files=list(popup.sketch_files),
                         members=list(popup.members), visits=1)
         key = action_key(key_action)
         page.tried[key], page.taken[key] = popup.tried[key], dict(key_action)
-        page.results[key] = Counter({("page", under): popup.closed[key]})
+        page.results[key] = Counter({("page", to): seen})
         for src, opener in popup.opened_by:  # an action that opened a popup over its own page counted as "same"
-            counter = self.pages[src].results.get(opener)
+            counter = self.pages[src].results.get(opener) if src in popup.over else None
             moved = counter.pop(("same",), 0) if counter is not None else 0
             if moved:
                 counter[("page", page.id)] += moved

@@ -57,6 +57,8 @@ class PopupNode:
     dimmed: bool = True
     """Found over a dimmed page (a modal panel); an undimmed box may be a page opened from the one it covers."""
     sketch_files: list[str | None] = field(default_factory=list)  # each sketch's frame file
+    left_for: int | None = None
+    """The page the back key last left it for, when that was not the page under it."""
     became: int | None = None
     """The page this turned out to be (engine.explore.atlas.Atlas.unfold): no longer a popup."""
     tried: Counter = field(default_factory=Counter)

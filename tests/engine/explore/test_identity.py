@@ -392,3 +392,76 @@ def test_an_undimmed_box_a_tap_opened_and_the_back_key_closed_is_a_page_opened_f
     assert step(modal, tap, "dialog.png").kind == "popup"
     assert step(modal, back, "tribe.png") == tribe
     assert modal.atlas.outcome(tribe.page, "tap:902,132") == ("same",) and len(modal.atlas.live_pages()) == 1
+
+
+def test_an_undimmed_box_the_back_key_left_for_where_its_page_goes_back_is_a_sister_tab(tmp_path):
+    """Generated game 6 (720x1280): MEDAL's two tabs, QUEST and LEGEND, differ in their tab row alone, nothing dimmed,
+    so LEGEND was a popup over QUEST, and the back key, which took it where QUEST's back key goes (PRISM), never
+    closed it: the tab and what lay behind it were never explored. A dialog is closed by the back key, not left
+    for the page its page goes back to: that box is a sister page."""
+    from engine.config.loader import load_graph
+    from engine.explore.explorer import Explorer
+    from engine.explore.sketch import sketch
+    from engine.sim.generate import generate
+    from engine.sim.style import style_beside
+    from engine.sim.styled import StyledRenderer
+
+    folder = generate(6, tmp_path / "game6")
+    graph = load_graph(folder).resolve()
+    renderer = StyledRenderer(graph, style_beside(folder))
+    frames = {name: renderer.page(name) for name in ("page_prism", "page_medal_quest", "page_medal_legend")}
+
+    class Frames:
+        def read(self, rel):
+            return frames.get(rel)
+
+    explorer = Explorer(device=None, folder=tmp_path / "unused")
+    explorer.recording = Frames()
+
+    def step(action, name):
+        return explorer._absorb(action, sketch(frames[name]), name, [], None, None)
+
+    back, legend_tab = {"type": "key", "key": "back"}, {"type": "tap", "point": [526, 501]}
+    prism = step({"type": "screenshot"}, "page_prism")
+    quest = step({"type": "tap", "point": [1, 1]}, "page_medal_quest")  # (where PRISM's link is does not matter)
+    assert step(back, "page_prism") == prism
+    step({"type": "tap", "point": [1, 1]}, "page_medal_quest")
+    assert step(legend_tab, "page_medal_legend").kind == "popup"  # at first sight, a box over QUEST
+    assert step(back, "page_prism") == prism
+    atlas = explorer.atlas
+    legend = atlas.outcome(quest.page, "tap:526,501")
+    assert legend[0] == "page" and legend[1] not in (quest.page, prism.page)
+    assert atlas.outcome(legend[1], "key:back") == ("page", prism.page) and atlas.pages[legend[1]].actions
+    assert not any(p.over for p in atlas.popups)
+
+
+def test_a_sister_tab_left_by_the_back_key_before_its_way_back_was_known_becomes_a_page_once_it_is(tmp_path):
+    """The same two tabs, the game started on QUEST: LEGEND's box is left by the back key for PRISM before anything
+    says PRISM is where QUEST is opened from or goes back to. Where the box was left for is kept, and once PRISM is
+    seen to open QUEST, the box is a sister page."""
+    from engine.config.loader import load_graph
+    from engine.explore.explorer import Explorer
+    from engine.explore.sketch import sketch
+    from engine.sim.generate import generate
+    from engine.sim.style import style_beside
+    from engine.sim.styled import StyledRenderer
+
+    folder = generate(6, tmp_path / "game6")
+    graph = load_graph(folder).resolve()
+    renderer = StyledRenderer(graph, style_beside(folder))
+    frames = {name: renderer.page(name) for name in ("page_prism", "page_medal_quest", "page_medal_legend")}
+    explorer = Explorer(device=None, folder=tmp_path / "unused")
+
+    def step(action, name):
+        return explorer._absorb(action, sketch(frames[name]), name, [], None, None)
+
+    back, legend_tab = {"type": "key", "key": "back"}, {"type": "tap", "point": [526, 501]}
+    quest = step({"type": "screenshot"}, "page_medal_quest")
+    assert step(legend_tab, "page_medal_legend").kind == "popup"
+    prism = step(back, "page_prism")
+    assert prism.kind == "page" and any(p.over for p in explorer.atlas.popups)  # nothing says it is a sister yet
+    assert step({"type": "tap", "point": [1, 1]}, "page_medal_quest") == quest
+    legend = explorer.atlas.outcome(quest.page, "tap:526,501")
+    assert legend[0] == "page" and legend[1] not in (quest.page, prism.page)
+    assert explorer.atlas.outcome(legend[1], "key:back") == ("page", prism.page)
+    assert not any(p.over for p in explorer.atlas.popups)
