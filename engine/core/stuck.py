@@ -173,6 +173,11 @@ class Settling:
     passed: bool = False
     """A passing screen (loading, black) was seen since the frame moved: the source page seen after it is where the
     hop ended (the game bounced back, or crashed and started again on it), not a page yet to change."""
+    expected: str | None = None
+    """The page the hop should reach. Another page ends the wait only once two looks in a row name it: a look in the
+    middle of a fade may name a page that shares a drawing with the blend (generated game 12's draft: a fade into
+    one tab named its sister tab, the goto's target, and the goto was called verified on the wrong tab, 4 of 200)."""
+    named: str | None = None  # the page the last look named
 
     def see(self, page: str | None, popups: bool, passing: bool, changed: bool, now: float = 0.0) -> bool:
         """One look: its page, whether it shows popups, whether it is a passing screen (loading or black), whether
@@ -182,7 +187,9 @@ class Settling:
         self.passed = self.passed or self.moved and passing
         self.started = now if self.started is None else self.started
         self.left = self.left or passing or popups or page != self.source
-        self.done = not passing and (popups or self.moved and page is not None and (page != self.source or self.passed))
+        agreed, self.named = page == self.named or self.expected in (None, page), page
+        self.done = not passing and (popups or self.moved and page is not None and (page != self.source or self.passed)
+                                     and agreed)
         if not self.left and self.respond_s is not None and now - self.started >= self.respond_s:
             self.done = True  # the source all along: the game did not take the action (RESPOND_S)
         if not (self.moved and page is None and not (passing or popups)):

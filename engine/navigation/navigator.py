@@ -296,7 +296,7 @@ class Navigator:
                 obs = self.look(ctx, expected=expected)
             return obs, moved
 
-        settling = Settling(source, unknown_s=UNKNOWN_S if misled else None)
+        settling = Settling(source, unknown_s=UNKNOWN_S if misled else None, expected=expected)
         obs = settling.wait(ctx, look, within=max(0.0, until - ctx.clock()), first=POLL_S, most=MAX_POLL_S,
                             change_s=CHANGE_S)
         if obs.page is None and not obs.popups and not obs.loading:

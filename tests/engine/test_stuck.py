@@ -95,3 +95,17 @@ def test_a_hop_whose_source_page_never_left_is_over_after_respond_s_not_the_link
     went = Settling("page_main")
     assert not went.see(None, False, False, True, now=0.0)  # something else drawn: the allowance goes on
     assert not went.see("page_main", False, False, False, now=RESPOND_S + 1)
+
+
+def test_a_page_other_than_the_expected_one_ends_the_wait_only_when_two_looks_in_a_row_name_it():
+    """Generated game 12's draft: a tap into one tab faded in, and the look half-way through the fade named the
+    sister tab, the goto's target: the goto was verified on the wrong tab (4 false successes in 200). The expected
+    page ends the wait from one look; another page, only when the next look names it too (a real wrong landing
+    costs one look more)."""
+    fade = Settling("page_hall", expected="page_depot")
+    assert not fade.see("page_coral", False, False, True, now=0.3)  # the blend, named the sister
+    assert fade.see("page_depot", False, False, True, now=0.6)      # the fade done: where the hop went
+    elsewhere = Settling("page_hall", expected="page_depot")
+    assert not elsewhere.see("page_coral", False, False, True, now=0.3)
+    assert elsewhere.see("page_coral", False, False, False, now=0.6)  # it stays: the hop landed there
+    assert Settling("page_hall").see("page_coral", False, False, True, now=0.3)  # no expectation: as before
