@@ -136,3 +136,25 @@ def test_a_slow_slide_between_two_pages_alike_leaves_no_cell_as_moving_but_a_tic
     done = settle(ticking, before=sketch(a), sleep=clock.sleep, clock=clock.now, known=lambda sk: False)
     assert done.moving is not None and done.moving[640 // 80:700 // 80 + 1, 1100 // 80:].any()
     assert not done.moving[0].any()
+
+
+def test_a_look_with_the_same_pixels_as_the_one_before_is_not_sketched_or_placed_again():
+    """On a still screen most looks of a settle are the same pixels; each was sketched and placed against every
+    page's members again (0.2 s of an action's 1.2 s on a generated game of 42 pages). The same pixels give the
+    same sketch, which the caller's answers are cached by; a changed frame is sketched anew."""
+    clock, base, looks, asked = Clock(), page(), [0], []
+
+    def look():
+        looks[0] += 1
+        frame = base.copy()  # a new array, the same pixels
+        if looks[0] >= 4:
+            frame[0:100, 0:160] = 255  # then something changes, and holds
+        return frame
+
+    def known(sk):
+        asked.append(sk)
+        return True
+
+    out = settle(look, known=known, sleep=clock.sleep, clock=clock.now)
+    assert out.frame is not None and looks[0] >= 6
+    assert len({id(sk) for sk in asked}) == 2  # one sketch for the first pixels, one for the changed ones
