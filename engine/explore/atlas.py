@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from engine.explore.nodes import NOWHERE, Area, Here, PageNode, PopupNode, best_of  # noqa: F401 - re-exported
-from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Sketch, cell_match, cover, page_difference,
+from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cell_match, cover, page_difference,
                                   similarity)
 from engine.explore.words import Words
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
@@ -73,6 +73,7 @@ class Atlas:
         self._stays_in_a_row: list[tuple[int, str]] = []
         self.frozen = False
         """FROZEN_AFTER links in a row left the screen as it was (cleared by a restart)."""
+        self._members: dict[int, tuple[int, Members]] = {}  # page -> its sketches stacked (sketch.Members)
         self.unfolded: list[tuple[int, str | None]] = []
         """Pages that popups turned out to be (Atlas.unfold) and a frame of each, for the explorer to offer their
         actions (it takes them from here)."""
@@ -88,19 +89,28 @@ class Atlas:
         or now), and no other words where their fine drawings differ (engine.explore.words); for `led_to`, the page
         the same action from the same page led to before, SAME_PAGE alone (a page whose content changed since: a
         list emptied, a job started, reached again by the same button)."""
-        best, key = None, (STABLE_SLACK + 1, 0.0)
+        near = []  # (share, page, member): the members that share SAME_PAGE of the cells, the most alike first
         for page in self.pages:
-            if page.folded is not None:
+            if page.folded is not None or not page.sketches:
                 continue
+            if self._members.get(page.id, (0,))[0] != len(page.sketches):  # its members stacked, once per change
+                self._members[page.id] = (len(page.sketches), Members(page.sketches))
+            shares = self._members[page.id][1].shares(sk)
+            near += [(-float(v), page.id, i) for i, v in enumerate(shares) if v >= SAME_PAGE - 0.01]  # (rounding)
+        best, key = None, (STABLE_SLACK + 1, 0.0)
+        for _, page_id, i in sorted(near):
+            if key[0] == 0:
+                break  # none after it shares more cells: none can do better than no cell differing for good
+            page = self.pages[page_id]
             excused = page.moving if moving is None else moving if page.moving is None else page.moving | moving
-            for member, file in zip(page.sketches, [*page.sketch_files, *[None] * len(page.sketches)]):
-                share, stable = page_difference(sk, member, excused)
-                if share < SAME_PAGE:
-                    continue
-                stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
-                if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and (
-                        page.id == led_to or not self.words.apart(sk, member, excused, path, file)):
-                    best, key = page.id, (stable, share)
+            member, file = page.sketches[i], (page.sketch_files[i] if i < len(page.sketch_files) else None)
+            share, stable = page_difference(sk, member, excused)
+            if share < SAME_PAGE:
+                continue
+            stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
+            if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and (
+                    page.id == led_to or not self.words.apart(sk, member, excused, path, file)):
+                best, key = page.id, (stable, share)
         return best, (key[1] if best is not None else 0.0)
 
     def classify(self, sk: Sketch, moving: Any = None, on: int | None = None, led_to: int | None = None,

@@ -123,6 +123,29 @@ def cell_match(a: Sketch, b: Sketch, gain: float = 1.0) -> np.ndarray:
     return colour & thumbs
 
 
+class Members:
+    """Many sketches stacked, to tell at once the share of cells each matches with a frame (cell_match's share, as
+    page_difference gives it first): a frame is placed among every page's members at every look of a settle, and
+    one by one that cost 28 ms a look on a game of 42 pages."""
+
+    def __init__(self, sketches: list[Sketch]) -> None:
+        self.shape = sketches[0].colour.shape if sketches else None
+        same = [sk.colour.shape == self.shape for sk in sketches]
+        self.kept = np.array(same, bool)
+        self.colour = np.stack([sk.colour for sk, ok in zip(sketches, same) if ok]) if any(same) else None
+        self.thumbs = np.stack([sk.thumbs for sk, ok in zip(sketches, same) if ok]) if any(same) else None
+
+    def shares(self, sk: Sketch) -> np.ndarray:
+        """Per stacked sketch, the share of cells `sk` matches (0 for a sketch of another grid)."""
+        out = np.zeros(len(self.kept), np.float32)
+        if self.colour is None or sk.colour.shape != self.shape:
+            return out
+        colour = np.abs(self.colour - sk.colour).max(axis=3) <= COLOUR_TOLERANCE
+        thumbs = np.abs(self.thumbs - sk.thumbs).mean(axis=3) <= THUMB_TOLERANCE
+        out[self.kept] = (colour & thumbs).mean(axis=(1, 2))
+        return out
+
+
 def mosaic(sk: Sketch) -> np.ndarray:
     """The thumbnails put back together: the frame in gray, THUMB pixels per cell."""
     rows, cols = sk.colour.shape[:2]
