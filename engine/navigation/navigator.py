@@ -291,7 +291,8 @@ class Navigator:
             obs = self.look(ctx, expected=expected, near=True)
             moved = before is None or self.last_frame is None or not same_pixels(before, self.last_frame)
             if obs.page is None and not (obs.popups or obs.loading or obs.black_frame) \
-                    and ctx.clock() - scanned[0] >= UNKNOWN_S:
+                    and (ctx.clock() - scanned[0] >= UNKNOWN_S or settling.named not in (None, expected)):
+                # (a page a scan named is looked for again by a scan: Settling ends on two looks naming it)
                 scanned[0] = ctx.clock()
                 obs = self.look(ctx, expected=expected)
             return obs, moved
