@@ -384,7 +384,7 @@ class Atlas:
         """An undimmed box that an action on the page it covers opened, and that the back key left for that page (or
         for where that page's back key leads), is a page opened from it (a list's row, an item, a sister tab) drawn
         on the backdrop they share, not a popup: a modal dialog dims what it covers (every one the generated games
-        and the simulator's Azur Lane draw) and is closed, not left, by the back key, while a page whose drawing
+        and the simulator's hand-drawn graphs draw) and is closed, not left, by the back key, while a page whose drawing
         differs from another's in a box looks like one over it (issue 45: generated seed 10's ESTATE and EPOCH, seed
         4's EMPIRE and GROVE, seed 3's CARGO and seed 6's LEGEND tabs, never explored). What opened it leads to the
         new page; the back key (`seen` times), to `to`."""

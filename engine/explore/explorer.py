@@ -329,7 +329,7 @@ class Explorer:
     def _next_sweep(self) -> bool:
         """Choose the next page to sweep with a grid of taps: every page coarsely first (the one with the most
         distinct ways out first), then finely; False when every page has been swept, None when none left is in
-        reach from here (a dead end: Azur Lane stopped there at 15.6 of 20 minutes, four pages never found)."""
+        reach from here (a dead end: a run stopped there at 15.6 of 20 minutes, four pages never found)."""
         here = self.atlas.here
         for level in (1, 2):
             left = [p for p in self.atlas.live_pages() if p.swept < level and p.actions and self.atlas.leaves(p.id)
