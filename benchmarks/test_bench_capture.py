@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from engine.runtime.session import Session
 from engine.sim import SimGame
 from engine.sim.adbd import AdbdServer
 from engine.sim.scenario import Scenario
+from tests.adbserver import AdbServer
 
 pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
 
@@ -53,30 +52,16 @@ GRAPH = Graph.model_validate(
 ).resolve()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def adb_port():
     """Debian's adb server on a port of its own (never 5037), killed at the end."""
     if ADB is None:
         pytest.skip("Debian's adb is not installed (scripts/install-system-deps.sh)")
-    port = _free_port()
-    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(port)}
-    env.pop("ANDROID_SERIAL", None)
-
-    def adb(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([ADB, "-P", str(port), *args], capture_output=True, text=True, timeout=20, env=env,
-                              stdin=subprocess.DEVNULL)
-
-    assert adb("start-server").returncode == 0
+    server = AdbServer().start()
     try:
-        yield port, adb
+        yield server.port, server
     finally:
-        adb("kill-server")
+        server.stop()
 
 
 def _real_frame():

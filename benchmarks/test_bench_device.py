@@ -10,7 +10,6 @@ emulator latency profile.
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import time
 
@@ -20,6 +19,7 @@ from engine.config.policies import load_policies
 from engine.config.schema import Graph
 from engine.device import AdbDevice
 from engine.sim import FakeAdbServer, Scenario, SimGame
+from tests.ports import free_port
 
 pytestmark = pytest.mark.timing  # a speed assertion: runs alone (the README's last pytest)
 
@@ -125,10 +125,7 @@ SCENARIOS = {
 @pytest.mark.parametrize("case", ["healthy", "black_screen", "adb_server_down", "timeout"])
 def test_health(benchmark, case):
     if case == "adb_server_down":
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
+        port = free_port()
         fake = None
     else:
         fake = _serve(SCENARIOS[case])

@@ -19,15 +19,9 @@ os.environ.setdefault("ADBUTILS_ADB_PATH", "/bin/false")
 # Nor does any test reach the user's own ADB server: unless a test names its own (Debian's adb on a port it
 # picked, a fake server), the ADB server port is one nobody listens on, so a slip is a refused connection here,
 # never a device of the user's or a server started on 5037.
-def _unused_port() -> int:
-    import socket
+from tests.ports import free_port  # noqa: E402 (after the environment it must not see changed)
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-os.environ["ANDROID_ADB_SERVER_PORT"] = str(_unused_port())
+os.environ["ANDROID_ADB_SERVER_PORT"] = str(free_port())
 
 # Commands without --serial discover devices (engine.faces.pick); tests run side by side, each with its own
 # simulators on ports a scan would find, so the whole suite drives the built-in simulator unless a test says

@@ -11,11 +11,11 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from tests.ports import free_port
 
 USER = "engine"
 
@@ -23,12 +23,6 @@ USER = "engine"
 def binaries() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
     return Path(found[-1]).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Cluster:
@@ -40,7 +34,7 @@ class Cluster:
         self.root = Path(tempfile.mkdtemp(prefix="engine-pg-"))
         self.data, self.log = self.root / "data", self.root / "server.log"
         self.password = "pw-" + secrets.token_hex(12)
-        self.port = _free_port()
+        self.port = free_port()
         self.as_user: list[str] = []
         if os.geteuid() == 0:
             account = pwd.getpwnam("postgres")

@@ -11,6 +11,7 @@ import time
 
 from alas_wrapped.worker import Worker
 from engine.device.procnet import adb_server_pids, listener_pids
+from tests.ports import free_port
 
 # What `adb -L tcp:PORT fork-server server` does when a client starts it (AOSP adb/client/main.cpp: the client
 # forks, the child calls setsid() and serves): here a Python stand-in double-forks, leaves the group with setsid,
@@ -28,12 +29,6 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", port)); s.listen(4)
 time.sleep(60)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 WAIT_S = 30.0
@@ -54,7 +49,7 @@ def _wait_listening(port: int) -> list[int]:
 
 
 def test_an_adb_server_left_on_the_runs_port_is_ended(tmp_path):
-    port = _free_port()
+    port = free_port()
     worker = Worker([sys.executable, "-c", DAEMON, str(port), f"tcp:{port}", "fork-server", "server"], cwd=tmp_path,
                     adb_port=port)
     worker.start()
@@ -86,7 +81,7 @@ STARTING = DAEMON.replace("s = socket.socket()", "time.sleep(60)\ns = socket.soc
 
 
 def test_an_adb_server_still_starting_when_the_run_is_killed_is_ended(tmp_path):
-    port = _free_port()
+    port = free_port()
     worker = Worker([sys.executable, "-c", STARTING, str(port), "-L", f"tcp:{port}", "fork-server", "server"],
                     cwd=tmp_path, adb_port=port)
     worker.start()
@@ -107,7 +102,7 @@ def test_an_adb_server_still_starting_when_the_run_is_killed_is_ended(tmp_path):
 
 
 def test_an_adb_server_for_the_port_that_was_there_before_is_left_alone(tmp_path):
-    port = _free_port()
+    port = free_port()
     before = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-L", f"tcp:{port}",
                                "fork-server", "server"])
     try:

@@ -43,6 +43,7 @@ from engine.faces.mcpauth import (
     read_token,
     transport_security,
 )
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["adb_health", "adb_screenshot", "adb_tap", "adb_swipe", "alas_state", "alas_goto", "alas_tools", "alas_run"]
@@ -69,12 +70,6 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
     keyfile.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                           serialization.NoEncryption()))
     return certfile, keyfile
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 30) -> None:

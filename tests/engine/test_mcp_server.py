@@ -27,6 +27,7 @@ from engine.config.loader import load_graph
 from engine.core.results import SUGGESTED_ACTIONS
 from engine.runtime.transcript import read_lines
 from tests.speed import within
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["adb_health", "adb_screenshot", "adb_tap", "adb_swipe", "alas_state", "alas_goto", "alas_tools", "alas_run"]
@@ -326,9 +327,7 @@ def test_a_hung_device_makes_each_tool_answer_timeout_inside_its_bound(workdir):
 
 
 def test_streamable_http_serves_the_same_tools_on_loopback():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**os.environ}
     env.pop("GEMINI_API_KEY", None)
     with tempfile.TemporaryFile() as stderr, subprocess.Popen(

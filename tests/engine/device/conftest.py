@@ -9,6 +9,7 @@ import pytest
 
 from engine.config.policies import Policies, Policy, load_policies
 from engine.config.schema import Graph
+from tests.ports import free_port
 
 
 class TinyServer:
@@ -62,11 +63,7 @@ def closing_server():
 @pytest.fixture
 def dead_port() -> int:
     """A loopback port nothing listens on (connections are refused)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
+    return free_port()
 
 
 def _fast(name: str, timeout: float, attempts: int = 1, retry_on=(), reconnect: bool = False) -> Policy:

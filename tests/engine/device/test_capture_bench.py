@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,7 @@ from engine.device.capture import METHODS, STRIKES
 from engine.sim import FakeAdbServer, SimGame
 from engine.sim.adbd import AdbdServer
 from engine.sim.scenario import Scenario
+from tests.adbserver import AdbServer
 
 ROOT = Path(__file__).resolve().parents[3]
 ADB = shutil.which("adb")
@@ -149,36 +148,15 @@ def test_the_pick_is_stored_used_and_measured_again_after_a_reboot_or_a_failure(
 # ------------------------------------------------------------------------- Debian's adb server, two profiles
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def real_adb():
     if ADB is None:
         pytest.skip("Debian's adb is not installed (scripts/install-system-deps.sh)")
-    port = _free_port()
-    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(port), "ADBUTILS_ADB_PATH": ADB}
-    env.pop("ANDROID_SERIAL", None)
-
-    def adb(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([ADB, "-P", str(port), *args], capture_output=True, text=True, timeout=20, env=env,
-                              stdin=subprocess.DEVNULL)
-
-    assert adb("start-server").returncode == 0
+    server = AdbServer().start()
     try:
-        yield port, adb, env
+        yield server.port, server, server.env
     finally:
-        adb("kill-server")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            except OSError:
-                break
-            time.sleep(0.1)
+        server.stop()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from engine.sim.adb_server import FakeAdbServer
 from engine.sim.game import SimGame
 from tests.engine.device import emulator_installs as installs
 from tests.speed import within
+from tests.ports import free_ports
 
 A_CNXN = 0x4E584E43
 
@@ -71,16 +72,6 @@ def no_env(monkeypatch, dead_port):
     monkeypatch.setenv("ENGINE_DISCOVERY_PORTS", "")
     monkeypatch.setenv("ANDROID_ADB_SERVER_PORT", str(dead_port))
     return dead_port
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 # ------------------------------------------------------------------------------------------- instance files
@@ -174,7 +165,7 @@ def test_linux_containers_are_told_apart_by_getprop_and_the_games_package_is_sho
 
 
 def test_a_mumu_port_that_moved_by_two_is_followed(tmp_path, no_env):
-    low, _, high = sorted(_free_ports(3))
+    low, _, high = sorted(free_ports(3))
     stub = AdbdStub(port=high)
     try:
         mumu = installs.mumu12(tmp_path / "MuMuPlayer-12.0", {"MuMuPlayer-12.0-0": high - 2})

@@ -12,16 +12,9 @@ from pathlib import Path
 from conftest import GOOD
 
 from engine.explore.draft import load_draft
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _dead_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -29,7 +22,7 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     # probes no port and asks an ADB server port nothing listens on, so that an emulator another test serves at the
     # same time (on a default port) is never taken.
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ENGINE_DISCOVERY_PORTS": "", "ENGINE_EMULATOR_PATHS": "",
-           "ANDROID_ADB_SERVER_PORT": str(_dead_port())}
+           "ANDROID_ADB_SERVER_PORT": str(free_port())}
     env.pop("ENGINE_SERIAL", None)
     return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env=env)
@@ -107,7 +100,7 @@ def test_a_game_over_adb_is_explored_in_its_own_shape_and_restarted_as_the_app_i
 
 def test_a_device_that_goes_away_is_not_ok_and_keeps_the_partial_draft(tmp_path):
     out = tmp_path / "draft"
-    result = run("explore", "--out", str(out), "--serial", "127.0.0.1:1", "--adb-port", str(_dead_port()),
+    result = run("explore", "--out", str(out), "--serial", "127.0.0.1:1", "--adb-port", str(free_port()),
                  "--resolution", "1280x720", "--no-ocr", "--minutes", "0.2", timeout=120)
     assert result.returncode in (1, 2) and "Traceback" not in result.stderr, result.stderr[-2000:]
     if result.returncode == 1:

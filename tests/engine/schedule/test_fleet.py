@@ -16,6 +16,7 @@ from engine.core.errors import ScheduleError, ScheduleUnreachable
 from engine.schedule.store import Store, new_owner
 from tests.engine.schedule.test_liveness import _age_lease
 from tests.engine.schedule.test_scheduler import FakeTime, Told, _session, FakeTools
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = 1_800_000_000.0
@@ -34,7 +35,7 @@ def test_the_password_never_shows_in_errors_status_or_logs(postgres, tmp_path):
         Store(wrong)
     text = str(caught.value)
     assert f"127.0.0.1:{postgres.port}" in text and "/t_" in text and "not-the-password-42" not in text
-    closed = f"postgresql://engine:secret-pw-77@127.0.0.1:{_closed_port()}/fleet"
+    closed = f"postgresql://engine:secret-pw-77@127.0.0.1:{free_port()}/fleet"
     with pytest.raises(ScheduleUnreachable) as caught:
         Store(closed)
     assert "127.0.0.1" in str(caught.value) and "secret-pw-77" not in str(caught.value)
@@ -46,14 +47,6 @@ def test_the_password_never_shows_in_errors_status_or_logs(postgres, tmp_path):
         assert postgres.password not in done.stdout + done.stderr
         assert "not-the-password-42" not in done.stdout + done.stderr
     assert _cli("schedule", "--db", wrong, "status").returncode == 2
-
-
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # nothing listens there once the socket is closed
 
 
 def test_the_url_comes_from_a_file_only_its_owner_reads(postgres, tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 
@@ -15,6 +14,7 @@ import pytest
 
 from engine.config.schema import App
 from engine.sim import FakeAdbServer, SimGame
+from tests.ports import free_port
 
 ADB = shutil.which("adb")
 needs_adb = pytest.mark.skipif(ADB is None and not os.environ.get("CI"), reason="the adb client is not installed")
@@ -89,7 +89,7 @@ def test_sync_push_stat_pull(app_served):
 def test_forward_list_kill_and_reverse(app_served):
     server, _ = app_served
     d = _device(server)
-    d.forward(f"tcp:{_free_port()}", "localabstract:minitouch")
+    d.forward(f"tcp:{free_port()}", "localabstract:minitouch")
     (item,) = d.forward_list()
     assert item.serial == "sim-0" and item.remote == "localabstract:minitouch"
     d.forward_remove(item.local)
@@ -132,12 +132,6 @@ def _wait(predicate, seconds: float = 2.0) -> bool:
     return predicate()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def adb(server: FakeAdbServer, *args: str) -> subprocess.CompletedProcess:
     assert ADB is not None, "CI needs the adb client on PATH"
     return subprocess.run([ADB, "-P", str(server.port), "-s", "sim-0", *args], capture_output=True, timeout=20)
@@ -152,7 +146,7 @@ def test_debian_adb_push_forward_and_app_commands(app_served, tmp_path):
     pushed = adb(server, "push", str(agent), "/data/local/tmp/maatouch")
     assert pushed.returncode == 0, pushed.stderr
     assert server.devices["sim-0"].files["/data/local/tmp/maatouch"] == agent.read_bytes()
-    port = _free_port()
+    port = free_port()
     assert adb(server, "forward", f"tcp:{port}", "localabstract:minitouch").returncode == 0
     listed = adb(server, "forward", "--list")
     assert f"sim-0 tcp:{port} localabstract:minitouch" in listed.stdout.decode()

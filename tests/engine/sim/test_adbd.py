@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -23,6 +22,8 @@ from engine.sim import adbd as adbd_module
 from engine.sim.adbd import AdbdServer, notify_adb_server
 from engine.sim.scenario import Scenario
 from tests.speed import within
+from tests.adbserver import ADB, AdbServer, listening
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -343,47 +344,7 @@ def test_stop_drops_every_transport_and_leaves_no_thread(game):
 
 # ------------------------------------------------------------------------------------- Debian's real adb server
 
-ADB = shutil.which("adb")
 needs_adb = pytest.mark.skipif(ADB is None and not os.environ.get("CI"), reason="the adb client is not installed")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-class AdbServer:
-    """Debian's adb server on a private port (never 5037), killed at the end: it daemonises, so by its port."""
-
-    def __init__(self) -> None:
-        assert ADB is not None, "CI needs the adb client on PATH"
-        self.port = free_port()
-        self.env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(self.port)}
-        self.env.pop("ANDROID_SERIAL", None)
-
-    def __call__(self, *args: str, timeout: float = 20) -> subprocess.CompletedProcess:
-        return subprocess.run([ADB, "-P", str(self.port), *args], capture_output=True, text=True, timeout=timeout,
-                              env=self.env, stdin=subprocess.DEVNULL)
-
-    def start(self) -> AdbServer:
-        assert self("start-server").returncode == 0
-        return self
-
-    def stop(self) -> None:
-        self("kill-server")
-        deadline = time.monotonic() + 10
-        while listening(self.port) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not listening(self.port), f"the adb server on {self.port} outlived kill-server"
 
 
 @pytest.fixture
