@@ -13,12 +13,13 @@ a frame that changed by itself, without input, is a loading screen; anything els
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import cv2
 import numpy as np
 
-from engine.explore.nodes import NOWHERE, Area, Here, PageNode, PopupNode, best_of  # noqa: F401 - re-exported
+from engine.explore.nodes import NOWHERE, Area, Here, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
 from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cell_match, cover, page_difference,
                                   similarity)
 from engine.explore.words import Words
@@ -79,6 +80,8 @@ class Atlas:
         actions (it takes them from here)."""
         self.swallowed: dict[tuple, list[str]] = {}
         """(kind, page, popup) -> actions given up there by the anti-repeat rule (engine.explore.repeats)."""
+        self.siblings: Callable[[int, str], Iterable[str]] = lambda page, key: ()
+        """(page, action key) -> keys of the page's other taps on the same button (the explorer sets the plates)."""
 
     # ------------------------------------------------------------------ classifying a frame
 
@@ -175,9 +178,14 @@ class Atlas:
     # ------------------------------------------------------------------ learning from one step
 
     def led_to(self, action: dict[str, Any]) -> int | None:
-        """The page `action`, taken where the explorer stands, led to most often before (None: never taken here)."""
+        """The page `action`, taken where the explorer stands, led to most often before, or, never taken here, where
+        the other pieces of its button led (None: neither)."""
         here = self.here
-        before = self.pages[here.page].results.get(action_key(action)) if here.kind == "page" else None
+        if here.kind != "page":
+            return None
+        page, key = self.pages[here.page], action_key(action)
+        same = pressed_with(page, action) | set(self.siblings(here.page, key))  # (a page's content may have changed)
+        before = page.results.get(key) or sum((page.results.get(k, Counter()) for k in same), Counter())
         best = best_of(before) if before else None  # ("same",): the page it was taken on
         return (best[1] if best[0] == "page" else here.page) if best else None
 

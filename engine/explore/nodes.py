@@ -94,3 +94,19 @@ def best_of(outcomes: Counter) -> tuple:
     """The most frequent outcome; on a tie, one that led somewhere (a dropped tap leaves the screen as it was, so
     "the same" once and another page once is a link)."""
     return max(outcomes.items(), key=lambda item: (item[1], item[0] != ("same",)))[0]
+
+
+def one_button(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether taps `a` and `b` press one button: the point of one inside the area of the other (a region and the
+    pieces its words cut it into)."""
+    def inside(point: Any, area: Any) -> bool:
+        return bool(point and area) and area[0] <= point[0] <= area[2] and area[1] <= point[1] <= area[3]
+    return a.get("type") == b.get("type") == "tap" and (inside(a.get("point"), b.get("area"))
+                                                         or inside(b.get("point"), a.get("area")))
+
+
+def pressed_with(page: PageNode, action: dict[str, Any]) -> set[str]:
+    """The keys of taps taken on `page` that press the button `action` presses: one of it, its pieces or the region
+    they cut, offered on the page (one_button)."""
+    whole = [a for a in page.actions + [action] if one_button(action, a)]
+    return {k for k, b in page.taken.items() if any(one_button(a, b) for a in whole)}
