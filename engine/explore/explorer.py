@@ -29,7 +29,7 @@ from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.priority import Priority, first_order
 from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
-from engine.explore.routes import first_action
+from engine.explore.routes import early_sweep, first_action, next_sweep
 from engine.explore.repeats import FruitlessRestarts, RepeatGuard
 from engine.explore.sketch import changed, sketch
 from engine.explore.words import Reader, Words
@@ -84,8 +84,8 @@ class Explorer:
         """The page whose grid of taps is being tried once no visible work is left anywhere."""
         self.second_round = False
         """Set once all work is done: what did nothing once is tried once more on every page."""
-        self.priority = Priority()
-        """Which untried tap first, and which wait for the thorough pass (engine.explore.priority)."""
+        self.priority = Priority()  # which untried tap first, which wait for the thorough pass (explore.priority)
+        self.atlas.siblings = lambda page, key: self.priority.plates.get((page, key), ())
 
     # ------------------------------------------------------------------ budget
 
@@ -277,8 +277,13 @@ class Explorer:
         if here.kind != "page":
             return self._restart_or_stop()
         page = self.atlas.pages[here.page]
+        spent = (self.clock() - self._started) / max(1.0, self.budget.seconds - self.budget.reserve)
         for promising in (True, False):  # taps of kinds that led somewhere first, here or a route away, then the rest
-            action = self._work(page, promising) or self._route(page.id, promising)
+            action, hub = None, None if promising else early_sweep(self.atlas, spent, self.sweeping)
+            if hub is not None:  # a hub's grid before the low-rated rest (engine.explore.routes.early_sweep)
+                self.sweeping, self.sweep_round = hub, max(self.sweep_round, 1)
+                action = self._grid_tap(page) if hub == page.id else self._route_to(hub)
+            action = action or self._work(page, promising) or self._route(page.id, promising)
             if action is not None:
                 return action
         return self._restart_or_stop()
@@ -288,6 +293,12 @@ class Explorer:
         if page.swept < 2 and page.actions:
             page.swept += 1
             page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
+
+    def _grid_tap(self, page: PageNode) -> dict[str, Any] | None:
+        """The next tap of the page's coarse grid, the grid added first (an early sweep: routes.early_sweep)."""
+        if not page.swept:
+            self._sweep(page)
+        return next((a for a in page.actions if a.get("grid") and not page.tried[action_key(a)]), None)
 
     def _work(self, page: PageNode, promising: bool = False) -> dict[str, Any] | None:
         """`promising`: only an untried action the priority calls promising (engine.explore.priority). Else an action
@@ -326,24 +337,13 @@ class Explorer:
             return 2
         return self.sweep_round if self.sweeping == page.id else 0
 
-    def _next_sweep(self) -> bool:
-        """Choose the next page to sweep with a grid of taps: every page coarsely first (the one with the most
-        distinct ways out first), then finely; False when every page has been swept, None when none left is in
-        reach from here (a dead end: a run stopped there at 15.6 of 20 minutes, four pages never found)."""
-        here = self.atlas.here
-        for level in (1, 2):
-            left = [p for p in self.atlas.live_pages() if p.swept < level and p.actions and self.atlas.leaves(p.id)
-                    and not p.abandoned]
-            candidates = [p for p in left if here.kind == "page" and here.page == p.id or self._route_to(p.id)]
-            if candidates:
-                break
-            if left:
-                return None  # a restart brings them in reach
-        else:
-            return False
-        exits = {p.id: len(self.atlas.exits(p.id)) for p in candidates}
-        self.sweep_round = level
-        self.sweeping = max(candidates, key=lambda p: (exits[p.id], -p.id)).id
+    def _next_sweep(self) -> bool | None:
+        """Choose the next page to sweep (engine.explore.routes.next_sweep): False when every page has been swept,
+        None when none left is in reach from here."""
+        found = next_sweep(self.atlas, lambda target: self._route_to(target) is not None)
+        if not found:
+            return found
+        self.sweeping, self.sweep_round = found
         self.progress(f"explore: no visible work left; tapping a grid on page {self.sweeping}")
         return True
 
