@@ -295,17 +295,21 @@ class Explorer:
             page.actions = page.actions + grid_actions(self.device.resolution, page.actions, page.swept)
 
     def _grid_tap(self, page: PageNode) -> dict[str, Any] | None:
-        """The next tap of the page's coarse grid, the grid added first (an early sweep: routes.early_sweep)."""
-        if not page.swept:
-            self._sweep(page)
+        """An early sweep's next tap on a hub (routes.early_sweep): its untried taps, those put off too (a grid leaves
+        out what they cover: Azur Lane's main page kept one, the only way to four pages), then its coarse grid."""
+        left = [a for a in page.actions if a.get("type") == "tap" and not page.tried[action_key(a)]]
+        visible = [a for a in left if not a.get("grid")]
+        if visible or page.swept:
+            return self.priority.order(page.id, visible)[0] if visible else next(iter(left), None)
+        self._sweep(page)
         return next((a for a in page.actions if a.get("grid") and not page.tried[action_key(a)]), None)
 
     def _work(self, page: PageNode, promising: bool = False) -> dict[str, Any] | None:
         """`promising`: only an untried action the priority calls promising (engine.explore.priority). Else an action
-        never tried on `page`, else one that led elsewhere but never twice to the same page (tried
-        again up to CONFIRM_TRIES times), else, if the game drops taps, one that did nothing once. A
-        grid of taps is tried on the start page when nothing visible led away from it (until one tap does), and, once no
-        visible work is left anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
+        never tried on `page`, else one that led elsewhere but never twice to the same page (tried again up to
+        CONFIRM_TRIES times), else, if the game drops taps, one that did nothing once. A grid of taps is tried on the
+        start page when nothing visible led away from it (until one tap does), and, once no visible work is left
+        anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
         exits = self.atlas.leaves(page.id)
         # A dead end is swept only where the game starts (a title screen that starts on a tap anywhere); anywhere
         # else it may be outside the game (a home screen, where a grid of taps would open other apps).
@@ -331,15 +335,13 @@ class Explorer:
         return None
 
     def sweep_level(self, page: PageNode) -> int:
-        """How far the page may be swept now: the start page as a dead end fully, the page being swept to the
-        round's level."""
+        """How far the page may be swept now: the start page as a dead end fully, the page swept, the round's."""
         if not self.atlas.leaves(page.id) and page.id == self.atlas.start:
             return 2
         return self.sweep_round if self.sweeping == page.id else 0
 
     def _next_sweep(self) -> bool | None:
-        """Choose the next page to sweep (engine.explore.routes.next_sweep): False when every page has been swept,
-        None when none left is in reach from here."""
+        """Choose the next page to sweep (routes.next_sweep): False, every page swept; None, none left in reach."""
         found = next_sweep(self.atlas, lambda target: self._route_to(target) is not None)
         if not found:
             return found
@@ -363,9 +365,8 @@ class Explorer:
     def _route_to(self, target: int) -> dict[str, Any] | None:
         """The first action of the shortest known route from here to `target` (None: here already, or no route)."""
         here = self.atlas.here
-        if here.kind != "page" or here.page == target:
-            return None
-        return first_action(self.atlas, self.repeats.allowed, here.page, lambda at: at == target)
+        return None if here.kind != "page" or here.page == target else first_action(
+            self.atlas, self.repeats.allowed, here.page, lambda at: at == target)
 
     def _restart_or_stop(self) -> dict[str, Any] | None:
         if self._just_restarted():
@@ -432,8 +433,7 @@ class Explorer:
         return {"type": "restart"}
 
     def _progress(self) -> tuple[int, int]:
-        """What was learnt so far: new outcomes, and actions taken twice (a link confirmed behind a dead end is
-        learnt too, though it costs a restart to get back)."""
+        """What was learnt so far: new outcomes, actions taken twice (a link confirmed behind a dead end too)."""
         return self.atlas.changes, sum(1 for p in self.atlas.pages for n in p.tried.values() if n >= 2)
 
     def _dismiss(self, here: Here) -> dict[str, Any] | None:

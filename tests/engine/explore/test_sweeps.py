@@ -121,3 +121,26 @@ def test_past_half_the_time_the_explorer_sweeps_a_hub_before_the_low_rated_rest(
     chosen = explorer._choose()
     assert chosen.get("grid") and hub.swept == 1 and explorer.sweeping == 0, chosen
     assert hub.results.get(action_key(swipe), Counter()) == Counter()  # the swipe waits
+
+
+def test_an_early_sweep_takes_the_hubs_taps_put_off_before_its_grid(tmp_path):
+    """A grid leaves out the spots a visible tap covers, so a tap on the hub put off by the priority (it looked like
+    one that did nothing elsewhere) was never taken: on Azur Lane's main page the only way to four pages."""
+    from engine.explore.explorer import Budget, Explorer
+
+    class Device:
+        resolution = (1280, 720)
+
+    now = [0.0]
+    explorer = Explorer(Device(), tmp_path, restart=lambda: None, clock=lambda: now[0],
+                        budget=Budget(seconds=100.0))
+    explorer.recording = Recording(tmp_path)
+    explorer.atlas = atlas = _atlas_with_hub(HUB_EXITS)
+    now[0] = 100.0 * EARLY_SWEEP_AFTER + 1
+    door = {"type": "tap", "point": [730, 691], "area": [650, 670, 810, 712], "kind": "gap/large/bottom-centre/still"}
+    atlas.pages[0].actions.append(door)
+    explorer.priority.off[0].add(action_key(door))
+    for page in atlas.pages[1:]:
+        page.tried[action_key(BACK)] = 2
+    assert explorer.priority.put_off(0, door)
+    assert explorer._choose() == door
