@@ -8,22 +8,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 
-from tests.ports import free_port
+from tests.ports import free_port, nobody_listens
 
 ADB = shutil.which("adb")
 STARTS = 3
 
 
 def listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
+    return not nobody_listens(port)
 
 
 class AdbServer:

@@ -31,7 +31,7 @@ def _ephemeral_low() -> int:
         return 32768
 
 
-def _nobody_listens(port: int) -> bool:
+def nobody_listens(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
         return False
@@ -54,7 +54,7 @@ def free_port() -> int:
     if high - _LOW >= 1000:
         for _ in range(200):
             port = _random.randrange(_LOW, high)
-            if port not in _AVOID and _binds(port) and _nobody_listens(port):
+            if port not in _AVOID and _binds(port) and nobody_listens(port):
                 return port
     with socket.socket() as sock:  # no room below the ephemeral range: the kernel's pick
         sock.bind(("127.0.0.1", 0))

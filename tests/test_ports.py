@@ -20,7 +20,7 @@ def test_a_free_port_lies_below_the_kernels_ephemeral_range_and_nothing_listens_
         assert port not in ports._AVOID
         if low - ports._LOW >= 1000:
             assert ports._LOW <= port < low  # never where bind(0) and outgoing connections take theirs
-        assert ports._binds(port) and ports._nobody_listens(port)
+        assert ports._binds(port) and ports.nobody_listens(port)
 
 
 def _squatter() -> tuple[socket.socket, threading.Event]:

@@ -296,7 +296,7 @@ class Explorer:
 
     def _grid_tap(self, page: PageNode) -> dict[str, Any] | None:
         """An early sweep's next tap on a hub (routes.early_sweep): its untried taps, those put off too (a grid leaves
-        out what they cover: Azur Lane's main page kept one, the only way to four pages), then its coarse grid."""
+        out what they cover: on one game's hub such a tap was the only way to four pages), then its coarse grid."""
         left = [a for a in page.actions if a.get("type") == "tap" and not page.tried[action_key(a)]]
         visible = [a for a in left if not a.get("grid")]
         if visible or page.swept:

@@ -63,12 +63,13 @@ def early_sweep(atlas: Atlas, spent: float, current: int | None = None) -> int |
     never swept, once `spent` (the share of the time budget used) reaches EARLY_SWEEP_AFTER; else None. A grid is
     the only way to a page no detector offers a tap for (a button drawn faintly, or not a button at all), and a
     hub hides the most; on a game whose visible work fills the budget, grids waiting for all of it never came (the
-    simulator's Azur Lane: four pages behind two hubs' grids, missed at 19 of 20 minutes). `current`: the page
+    20-minute run of a 44-page game: four pages behind two hubs' grids, never found). `current`: the page
     being swept, kept while its grid has taps left."""
     if spent < EARLY_SWEEP_AFTER:
         return None
-    if current is not None and not atlas.pages[current].abandoned and any(a.get("grid") and not atlas.pages[current].tried[action_key(a)]
-                                   for a in atlas.pages[current].actions):
+    sweeping = atlas.pages[current] if current is not None else None
+    if sweeping is not None and not sweeping.abandoned and any(a.get("grid") and not sweeping.tried[action_key(a)]
+                                                               for a in sweeping.actions):
         return current  # the sweep under way is finished first
     hubs = [(len(atlas.exits(p.id)), -p.id) for p in atlas.live_pages()
             if not p.swept and p.actions and not p.abandoned and len(atlas.exits(p.id)) >= HUB_EXITS]

@@ -95,10 +95,9 @@ def test_a_hub_is_swept_early_once_half_the_time_is_spent_and_its_sweep_is_finis
     assert early_sweep(_atlas_with_hub(HUB_EXITS - 1), 0.9) is None  # not a hub
 
 
-def test_past_half_the_time_the_explorer_sweeps_a_hub_before_the_low_rated_rest(tmp_path):
-    """On a hub with only low-rated actions left (swipes here), before half the time the explorer takes them; after
-    it, a grid tap on the hub comes first. Without the rule, the grid waited until no page had work left, which on
-    a game whose visible work fills the budget was never (four pages behind two hubs' grids, never found)."""
+def _explorer_on_hub(tmp_path):
+    """(an Explorer whose atlas is _atlas_with_hub's, every back key tried twice off the hub, its fake clock): 100 s
+    of budget, none spent yet."""
     from engine.explore.explorer import Budget, Explorer
 
     class Device:
@@ -108,12 +107,20 @@ def test_past_half_the_time_the_explorer_sweeps_a_hub_before_the_low_rated_rest(
     explorer = Explorer(Device(), tmp_path, restart=lambda: None, clock=lambda: now[0],
                         budget=Budget(seconds=100.0))
     explorer.recording = Recording(tmp_path)
-    explorer.atlas = atlas = _atlas_with_hub(HUB_EXITS)
-    hub = atlas.pages[0]
+    explorer.atlas = _atlas_with_hub(HUB_EXITS)
+    for page in explorer.atlas.pages[1:]:
+        page.tried[action_key(BACK)] = 2
+    return explorer, now
+
+
+def test_past_half_the_time_the_explorer_sweeps_a_hub_before_the_low_rated_rest(tmp_path):
+    """On a hub with only low-rated actions left (swipes here), before half the time the explorer takes them; after
+    it, a grid tap on the hub comes first. Without the rule, the grid waited until no page had work left, which on
+    a game whose visible work fills the budget was never (four pages behind two hubs' grids, never found)."""
+    explorer, now = _explorer_on_hub(tmp_path)
+    hub = explorer.atlas.pages[0]
     swipe = {"type": "swipe", "start": [900, 360], "end": [380, 360]}
     hub.actions.append(swipe)
-    for page in atlas.pages[1:]:
-        page.tried[action_key(BACK)] = 2
     explorer.priority.tried["swipe"], explorer.priority.changed["swipe"] = 10, 0  # swipes never changed the screen
     assert not explorer.priority.promising(0, swipe)
     assert explorer._choose() == swipe
@@ -126,21 +133,10 @@ def test_past_half_the_time_the_explorer_sweeps_a_hub_before_the_low_rated_rest(
 def test_an_early_sweep_takes_the_hubs_taps_put_off_before_its_grid(tmp_path):
     """A grid leaves out the spots a visible tap covers, so a tap on the hub put off by the priority (it looked like
     one that did nothing elsewhere) was never taken: on Azur Lane's main page the only way to four pages."""
-    from engine.explore.explorer import Budget, Explorer
-
-    class Device:
-        resolution = (1280, 720)
-
-    now = [0.0]
-    explorer = Explorer(Device(), tmp_path, restart=lambda: None, clock=lambda: now[0],
-                        budget=Budget(seconds=100.0))
-    explorer.recording = Recording(tmp_path)
-    explorer.atlas = atlas = _atlas_with_hub(HUB_EXITS)
+    explorer, now = _explorer_on_hub(tmp_path)
     now[0] = 100.0 * EARLY_SWEEP_AFTER + 1
     door = {"type": "tap", "point": [730, 691], "area": [650, 670, 810, 712], "kind": "gap/large/bottom-centre/still"}
-    atlas.pages[0].actions.append(door)
+    explorer.atlas.pages[0].actions.append(door)
     explorer.priority.off[0].add(action_key(door))
-    for page in atlas.pages[1:]:
-        page.tried[action_key(BACK)] = 2
     assert explorer.priority.put_off(0, door)
     assert explorer._choose() == door
