@@ -73,7 +73,7 @@ def confirm(sim: Any, truth: Truth) -> tuple[str | None, dict]:
 
 def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None], *, n: int = 200, seed: int = 0,
               scenario: Any = None, graph_dir: str | Path | None = None, assets_dir: str | Path | None = None,
-              policies_file: str | Path | None = None) -> dict[str, Any]:
+              policies_file: str | Path | None = None, transcript_dir: str | Path | None = None) -> dict[str, Any]:
     """`n` gotos to random draft pages (those of the draft graph's largest strongly connected part that have a true
     page), one after another from wherever the last one left the game.
 
@@ -81,6 +81,8 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
         page_of: each draft page's true page (``Score.page_of``).
         graph_dir, assets_dir: the draft graph and its pack (default: the draft folder and its assets/).
         policies_file: the session's policies (default: the shipped ones).
+        transcript_dir: the session's transcript folder (default: none). A policy's ``learning`` needs one: the
+            proposals are written beside it, and without it nothing is learned.
     """
     from engine.runtime.session import open_session
     from engine.sim import start_embedded
@@ -101,7 +103,8 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
     with start_embedded(truth.graph, assets=truth.assets, scenario=scenario, seed=seed, clock=clock.now,
                         state=truth.state, style=getattr(truth, "style", None)) as sim:
         session = open_session(sim.serial, graph_dir=graph_dir, assets=assets_dir, adb_host=sim.host,
-                               adb_port=sim.port, clock=clock.now, sleep=clock.sleep, policies_file=policies_file)
+                               adb_port=sim.port, clock=clock.now, sleep=clock.sleep, policies_file=policies_file,
+                               transcript_dir=transcript_dir)
         try:
             for _ in range(n):
                 target = rng.choice(targets)
@@ -112,11 +115,13 @@ def run_gotos(draft_dir: str | Path, truth: Truth, page_of: dict[str, str | None
                 outcomes.append({"target": target, "expected": expected, "ok": result.ok, "status": result.status,
                                  "seen": seen, "sim": real["page"], "popups": real["popups"], "there": there,
                                  "arrived": result.ok and there, "false_success": result.ok and not there})
+            learning = session.navigator.learner is not None
         finally:
             session.close()
     arrived = sum(o["arrived"] for o in outcomes)
     return {
         "gotos": n, "targets": len(targets), "unjudged": unjudged, "arrived": arrived, "arrival_rate": arrived / n,
+        "learning": learning,
         "verified": sum(o["ok"] for o in outcomes),
         "there_unverified": sum(o["there"] and not o["ok"] for o in outcomes),
         "false_successes": sum(o["false_success"] for o in outcomes),

@@ -57,10 +57,12 @@ def test_with_no_model_key_a_generated_game_without_its_popups_is_driven(seed, t
     (tmp_path / "policies.yaml").write_text(POLICY, encoding="utf-8")
     identity = {p.name: p.name for p in truth.graph.pages}
     run = run_gotos(graph_dir, truth, identity, n=2 * GOTOS, seed=seed, scenario=Scenario.from_file(CHAOS),
-                    graph_dir=graph_dir, assets_dir=pack, policies_file=tmp_path / "policies.yaml")
+                    graph_dir=graph_dir, assets_dir=pack, policies_file=tmp_path / "policies.yaml",
+                    transcript_dir=tmp_path / "run")
     each = run.get("arrived_each") or []
     first, second = sum(each[:GOTOS]), sum(each[GOTOS:])
     learned = len(load_graph(graph_dir).popups)
+    waiting = sorted(p.stem for p in (tmp_path / "run" / "proposals").glob("*.yaml"))
     # What the copy learned, as a session of it would load it, on every page drawn clean.
     copy = load_graph(graph_dir).resolve(truth.graph.server)
     still = StyledGame(truth.graph, truth.style, assets=truth.assets, clock=lambda: 0.0)
@@ -68,11 +70,13 @@ def test_with_no_model_key_a_generated_game_without_its_popups_is_driven(seed, t
                                    truth.assets, still=still)
     print(f"\nseed {seed} {truth.graph.resolution[0]}x{truth.graph.resolution[1]}, {removed} popups taken out, "
           f"chaos, no key: first half {first}/{GOTOS}, second {second}/{GOTOS}, false successes "
-          f"{run['false_successes']}, popups learned {learned} (named on a clean page: {fired}); failures {run.get('failures', [])[:5]}")
+          f"{run['false_successes']}, popups learned {learned} (named on a clean page: {fired}), proposals waiting "
+          f"{waiting}; failures {run.get('failures', [])[:5]}")
     figures.add(f"no_key_seed{seed}_first_half_arrival", first / GOTOS, "", kind="ratio")
     figures.add(f"no_key_seed{seed}_second_half_arrival", second / GOTOS, "", kind="ratio")
     figures.add(f"no_key_seed{seed}_false_successes", run["false_successes"], "", kind="count")
     assert "error" not in run, run
+    assert run["learning"], "the session learned nothing: learning needs a transcript folder"
     assert run["false_successes"] == 0, (run.get("false_success_examples"), run.get("failures"))
     assert fired == [], fired
     if FULL:
