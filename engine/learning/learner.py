@@ -24,7 +24,9 @@ its button or panel moved; never by where the model tapped) counts up the propos
 spot of its button is added to its ``taps`` (``moves: true``) and how far the panel moved to ``shift``. A page
 something covers that the model names no point for gets the back key (engine.navigation.recovery.uncover): a lesson
 too, proposed with the back key as its dismissal when the next look shows the page clean.
-``python -m engine proposals`` and the studio list, show, accept or reject them (engine.learning.proposals).
+``python -m engine proposals`` and the studio list, show, accept or reject them (engine.learning.proposals). At most
+MAX_WAITING proposals wait in the folder; past that the least seen go (a screen that differs at every showing is
+proposed every time and would otherwise fill the disk).
 
 Trust: nothing is accepted by itself unless the policy file says ``learning: {mode: auto, min_sightings: N}``
 (engine.config.policies.Learning); then a proposal verified N times is accepted into the user's graph folder and asset
@@ -58,7 +60,7 @@ from engine.learning.crops import (
     signature_area,
     still_there,
 )
-from engine.learning.proposals import accept, demote, learned_pack_dir, read_proposal
+from engine.learning.proposals import accept, demote, learned_pack_dir, prune, read_proposal
 
 log = logging.getLogger(__name__)
 
@@ -328,6 +330,7 @@ class Learner:
         if box is not None:
             proposal.update(box=list(box), shift=0)
         path.write_text(yaml.safe_dump(proposal, sort_keys=False))
+        prune(self.folder, spare=name)  # (bounded: a screen that differs every time is proposed every time)
         log.info("proposed %s (%r): tap %s led to %s; crop %s, collision %.2f", name, lesson.label,
                  list(lesson.point), page, list(area), collision)
         return path, proposal

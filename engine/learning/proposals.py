@@ -43,6 +43,11 @@ BUTTON_SUFFIX = "_BUTTON"
 
 MOVE_PAD = 16
 """Pixels added to a moving dialog's search margin (engine.learning.proposals._margin)."""
+MAX_WAITING = 32
+"""Proposals kept waiting in a proposals folder: past this, the least seen (then the longest unseen) go. A screen
+that differs every time (a game's random screen closed by back, a notice with a timer) is proposed anew at each
+showing and never counted up; unbounded, a chore running for days would fill the disk with its frames (1.5 to
+4 MB each at 1920x1080) and every new lesson would compare itself with all of them."""
 LEARNED_PACK = "learned_assets"
 """The asset pack of learned templates inside a user's graph folder (project layout); layered over the session's."""
 
@@ -91,6 +96,30 @@ def list_proposals(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
         except (ValueError, OSError, yaml.YAMLError) as exc:
             warnings.append(f"{path}: {exc}")
     return rows, warnings
+
+
+def prune(folder: Path, keep: int = MAX_WAITING, *, spare: str | None = None) -> list[str]:
+    """Delete the waiting proposals of `folder` past the `keep` most seen (fewest sightings first, then the longest
+    unseen; never `spare`, the one just written), with their frames and crops; the names deleted. Accepted, rejected
+    and demoted ones (in their own folders) are not counted."""
+    rows = []
+    for path in Path(folder).glob("*.yaml"):
+        try:
+            proposal = read_proposal(path)
+            seen = int(proposal.get("sightings", 1))
+        except (ValueError, OSError, yaml.YAMLError, TypeError):
+            proposal, seen = {}, 0  # (not a proposal: first to go)
+        if path.stem != spare:
+            rows.append((seen, str(proposal.get("last_seen", "")), path.stem, path))
+    gone = []
+    for _seen, _last, name, path in sorted(rows)[:max(0, len(rows) + (spare is not None) - keep)]:
+        for part in (path, path.with_suffix(".frame.png"), path.with_suffix(".crop.png")):
+            part.unlink(missing_ok=True)
+        gone.append(name)
+    if gone:
+        log.info("proposals: %d dropped to keep %d waiting in %s (fewest sightings first): %s", len(gone), keep,
+                 folder, ", ".join(gone[:5]))
+    return gone
 
 
 def load(folder: Path, name: str) -> tuple[Path, dict[str, Any]]:

@@ -306,3 +306,31 @@ def test_a_frame_is_clean_only_once_a_tap_on_it_went_through(tmp_path):
         learner.looked(None, SimpleNamespace(page=page, popups=()), frame)
     # page_a was followed by an unknown screen (it may have been under a dialog): only page_b was left by a tap
     assert list(learner.known) == ["page_b"]
+
+
+def test_the_proposals_waiting_are_bounded_and_the_ones_seen_again_stay(tmp_path):
+    """A screen that differs at every showing (here random blocks, closed by the back key, as a game's odd screens
+    are) is proposed anew each time and never counted up: the folder keeps MAX_WAITING proposals, the least seen go,
+    and one seen twice stays however old."""
+    from engine.learning.learner import Lesson
+    from engine.learning.proposals import MAX_WAITING
+
+    rng = np.random.default_rng(5)
+
+    def screen() -> np.ndarray:
+        frame = np.full((180, 320, 3), 90, np.uint8)
+        for _ in range(6):
+            x, y = int(rng.integers(0, 280)), int(rng.integers(0, 150))
+            frame[y:y + int(rng.integers(12, 40)), x:x + int(rng.integers(12, 40))] = rng.integers(0, 255, 3)
+        return frame
+
+    learner, clean = Learner(tmp_path / "p"), np.full((180, 320, 3), 90, np.uint8)
+    again = screen()
+    first, _ = learner.record(Lesson(again, (160, 90), "odd screen", key="back"), "page_a", clean)
+    learner.record(Lesson(again.copy(), (160, 90), "odd screen", key="back"), "page_a", clean)
+    for _ in range(MAX_WAITING + 8):
+        learner.record(Lesson(screen(), (160, 90), "odd screen", key="back"), "page_a", clean)
+    waiting = sorted((tmp_path / "p").glob("*.yaml"))
+    assert len(waiting) == MAX_WAITING
+    assert first in waiting and yaml.safe_load(first.read_text())["sightings"] == 2
+    assert len(list((tmp_path / "p").glob("*.frame.png"))) == MAX_WAITING  # their frames went with them
