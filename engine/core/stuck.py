@@ -141,6 +141,22 @@ def same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and np.array_equal(a[::16, ::16], b[::16, ::16]) and np.array_equal(a, b)
 
 
+MOVING_SHARE = 0.08
+"""Share of a sparse sample of pixels that must change (by more than MOVING_LEVELS) between two looks for the screen
+to be still drawing a change (a slide or a fade under way). A page's own swaying art, ticking timers and sparks
+change less."""
+MOVING_LEVELS = 40
+
+
+def moving(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the screen changed over much of itself from frame `a` to frame `b` (see MOVING_SHARE)."""
+    if a.shape != b.shape:
+        return True
+    diff = np.abs(a[::8, ::8].astype(np.int16) - b[::8, ::8].astype(np.int16))
+    changed = diff.max(axis=2) if diff.ndim == 3 else diff
+    return float(np.mean(changed > MOVING_LEVELS)) > MOVING_SHARE
+
+
 @dataclass
 class Settling:
     """The looks after one hop's action, judged together.

@@ -39,7 +39,7 @@ from engine.core.errors import (
     UnknownPage,
 )
 from engine.core.results import Observation, Outcome, Verdict, closest
-from engine.core.stuck import UNKNOWN_S, Settling, same_pixels
+from engine.core.stuck import UNKNOWN_S, Settling, moving, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
 from engine.navigation.recovery import (explain, first_link, landed, misled_before, popup_stuck, recover, revive,
@@ -67,6 +67,11 @@ STALE_S = 10.0
 """A belief older than this is re-observed before planning."""
 CHANGE_S = 5.0
 """Longest a page change that keeps drawing (frames changing, nothing recognised) is waited out past an allowance."""
+MOVING_S = 1.0
+"""Longest a screen nobody names is waited on, from the first look at it, while it changes over much of itself (a
+slide or fade under way) before the ladder acts on it; a screen nobody names is always looked at twice, POLL_S
+apart. A back key or a lesson taken on a page change half drawn acts on nothing there (generated game 1: the back
+key on slides out of loading screens, 13 in 30 gotos with the true graph, and popups learned from them)."""
 MAX_STEPS = 400
 """Hard cap on loop iterations of one navigation, beside its time bound."""
 MAX_DEVICE_FAULTS = 3
@@ -86,6 +91,8 @@ class _Course:
     swallowed: int = 0  # hops in a row that left the page as it was
     covered: int = 0  # reactions to a covered page since a page was last verified
     cover_rung: int = 0  # rungs of the ladder already tried on it
+    unknown: bool = False  # the last verdict was an unknown screen
+    moving_since: float | None = None  # the first look at an unknown screen waited on (MOVING_S)
 
 
 class Navigator:
@@ -107,6 +114,7 @@ class Navigator:
         self.machine = BeliefMachine(graph, clock)
         self.last_observation: Observation | None = None
         self.last_frame: np.ndarray | None = None
+        self.moving = False  # the last look's frame changed over much of itself since the look before
         self._last_expected: tuple[str | None, bool] | None = None
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
         self._looked_at: int | None = None  # the action count at the last look
@@ -189,6 +197,7 @@ class Navigator:
                 self._believe(verdict, obs, course.expected)
                 self._verified = (obs, getattr(self.actuator, "performed", None)) if obs.page else None
                 course.ladder = course.cover_rung = course.covered = 0
+                course.moving_since = None
                 stuck = ctx.detectors.watchdog.step(obs.page)
                 if obs.page == target:
                     return obs
@@ -224,6 +233,12 @@ class Navigator:
             return self.look(ctx, expected=course.expected)
         if verdict is Verdict.COVERED:
             return uncover(self, ctx, obs, course, SETTLE_S)
+        first, course.unknown = verdict is Verdict.UNKNOWN and not course.unknown, verdict is Verdict.UNKNOWN
+        if first or course.unknown and self.moving:  # held still a moment? (a page change half drawn is no screen)
+            course.moving_since = ctx.clock() if course.moving_since is None else course.moving_since
+            if ctx.clock() - course.moving_since < MOVING_S:
+                ctx.wait(POLL_S)
+                return self.look(ctx, expected=course.expected)
         if verdict is Verdict.UNKNOWN:
             obs, course.ladder = recover(self, ctx, obs, course.ladder, SETTLE_S)
             course.expected = None
@@ -357,6 +372,7 @@ class Navigator:
         frame = self._marked(lambda: ctx.device_call(self.device.screenshot))
         previous, self.last_frame, self._verified = self.last_frame, frame, None
         same = previous is not None and same_pixels(previous, frame)
+        self.moving = previous is not None and not same and moving(previous, frame)
         unchanged = same and self.last_observation is not None and (expected, near) == self._last_expected
         if unchanged:
             obs = self.last_observation  # the same pixels say the same thing: waiting costs no observation

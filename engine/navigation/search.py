@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
+
 from engine.config.schema import KeyAction, TapAction
 from engine.config.words import says, spending
 from engine.navigation.dismissal import (
@@ -181,6 +183,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         plain = {k: v for k, v in action.items() if k in ("type", "key", "point")}
         taken.append(plain)
         ctx.record("search_try", action=plain, dialog=dialog.id)
+        before = nav.last_frame
         _perform(nav, ctx, plain, label)
         ctx.wait(settle_s)
         obs = nav.look(ctx, expected=expected)
@@ -190,9 +193,31 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             return obs, taken
         if not blocked(obs) and not (panel and unblocked(obs)):
             return obs, None  # a known popup, a loading screen: the navigator judges it
+        if _another(*(nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)), box):  # it closed, and the next of a chain came in its place
+            dialog.closed[key] += 1
+            tries["key:back"] = 0  # (the ladder's back key was tried on the one before, not on this one)
+            ctx.record("search_next", dialog=dialog.id, closed_by=plain)
     dialog.failures += 1
     ctx.record("search_spent", dialog=dialog.id, tries=len(taken))
     return obs, None
+
+
+CHAIN_SHARE = 0.03
+"""Share of a dialog's box that must change (by more than 40 levels) after a try for the try to count as having
+closed it with another dialog shown in its place (a chain: a cross, then a dialog only the back key closes). A
+title, a text and a button redrawn on the same panel change this much; a tap on nothing changes nothing."""
+
+
+def _another(before: Any, after: Any, box: tuple[int, int, int, int]) -> bool:
+    """Whether the dialog in `box` was replaced by another between frames `before` and `after` (CHAIN_SHARE)."""
+    if before is None or after is None or before.shape != after.shape:
+        return False
+    x1, y1, x2, y2 = box
+    a, b = before[y1:y2:4, x1:x2:4].astype(np.int16), after[y1:y2:4, x1:x2:4].astype(np.int16)
+    if a.size == 0:
+        return False
+    diff = np.abs(a - b)
+    return float(np.mean((diff.max(axis=2) if diff.ndim == 3 else diff) > 40)) > CHAIN_SHARE
 
 
 def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str | None) -> bool:

@@ -290,3 +290,21 @@ def test_a_page_the_graph_knows_no_way_out_of_is_left_by_a_restart_and_the_goto_
     assert any(s["kind"] == "dead_end" and s["page"] == "page_mail" for s in steps)
     result = session.tools.alas_goto("page_channel")  # no link leads there (main.yaml)
     assert result.status == "no_route" and not any(s["kind"] == "restart" for s in session.tools.last_run.steps)
+
+
+def test_a_chain_of_a_cross_then_a_dialog_only_the_back_key_closes_is_searched_closed_without_a_restart(nokey):
+    """Generated game 7's popups come in a chain: a cross closes the first, and a second dialog on the same panel,
+    which only the back key closes, comes in its place. The ladder's back key was spent on the first, so the search
+    never tried it on the second: it tapped the panel's spots until it was spent and the game was restarted (16 of
+    269 no-key gotos failed, `popup_blocking`). A try after which another dialog fills the box now counts as having
+    closed the one before, and the back key may be tried again."""
+    open_, game, _, _, _ = nokey
+    session = open_("learning: off\n")
+    notice = Overlay("notice", new_dialog.panel(None, title="Notice", colours=new_dialog.OWN_COLOURS), new_dialog.AT,
+                     (-10, -10, -5, -5), back=True)
+    result = _trip(session, game, 0, new_dialog.offer(then=notice, returns="at_once"))
+    steps = session.tools.last_run.steps
+    assert not any(s["kind"] == "restart" for s in steps), [s.get("rung") for s in steps if s["kind"] == "recover"]
+    [closed] = result.data["dialogs_closed"]
+    assert closed["rung"] == "search" and closed["actions"][-1] == {"type": "key", "key": "back"}, closed
+    assert [s["kind"] for s in steps].count("search_next") == 1
