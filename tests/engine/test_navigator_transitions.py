@@ -40,3 +40,21 @@ def test_a_page_sliding_in_after_a_loading_screen_is_waited_on_not_backed_out_of
             session.close()
     assert arrived == 12
     assert rungs == []  # (before: the back key 5 times in these 12 gotos)
+
+
+def test_a_dark_page_sliding_over_a_dark_screen_is_moving_and_a_page_s_own_sway_is_not():
+    import numpy as np
+
+    from engine.core.stuck import moving
+
+    loading, page = (40, 52, 46), (22, 14, 26)  # generated game 1's loading screen and a page, both dark (BGR)
+    before = np.full((1280, 720, 3), loading, np.uint8)
+    before[:, 500:] = page  # the page has slid in over 220 of 720 columns
+    after = before.copy()
+    after[:, 360:500] = page  # a tenth of a second later: 140 columns more
+    assert moving(before, after)
+    swaying = before.copy()
+    swaying[600:700, 560:660] = (200, 120, 90)  # a figure on the page, and where it swayed to
+    swayed = before.copy()
+    swayed[610:710, 570:670] = (200, 120, 90)
+    assert not moving(swaying, swayed)
