@@ -169,6 +169,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
     guard = guard_of(nav)
     ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
+    chained = 0
     for _ in range(min(dialogs.tries, SHOWING_TRIES) + CLOSER_TRIES + DISMISS_TRIES):
         if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + CLOSER_TRIES + DISMISS_TRIES:
             break
@@ -193,7 +194,9 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             return obs, taken
         if not blocked(obs) and not (panel and unblocked(obs)):
             return obs, None  # a known popup, a loading screen: the navigator judges it
-        if _another(*(nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)), box):  # it closed, and the next of a chain came in its place
+        if panel is None and chained < CHAIN_MAX and \
+                _another(*(nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)), box):
+            chained += 1  # it closed, and the next of a chain came in its place
             dialog.closed[key] += 1
             tries["key:back"] = 0  # (the ladder's back key was tried on the one before, not on this one)
             ctx.record("search_next", dialog=dialog.id, closed_by=plain)
@@ -202,6 +205,12 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     return obs, None
 
 
+CHAIN_MAX = 2
+"""Dialogs of one chain after the first, in one showing (the generated games chain two or three). Bounded: a page
+whose own art moves inside the box must not make every try look like a closing. Only over a cover or an unknown
+screen: where a page stays recognised and swallows the taps (`panel`), the box is what differs from the page,
+moving art included (generated game 1: every try there counted as a closing and the showing's budget never ran
+out, 7 gotos of 88 timed out)."""
 CHAIN_SHARE = 0.03
 """Share of a dialog's box that must change (by more than 40 levels) after a try for the try to count as having
 closed it with another dialog shown in its place (a chain: a cross, then a dialog only the back key closes). A

@@ -297,12 +297,13 @@ def test_a_chain_of_a_cross_then_a_dialog_only_the_back_key_closes_is_searched_c
     which only the back key closes, comes in its place. The ladder's back key was spent on the first, so the search
     never tried it on the second: it tapped the panel's spots until it was spent and the game was restarted (16 of
     269 no-key gotos failed, `popup_blocking`). A try after which another dialog fills the box now counts as having
-    closed the one before, and the back key may be tried again."""
+    closed the one before, and the back key may be tried again (over a page dimmed beneath: a cover, as in game 7).
+    """
     open_, game, _, _, _ = nokey
     session = open_("learning: off\n")
     notice = Overlay("notice", new_dialog.panel(None, title="Notice", colours=new_dialog.OWN_COLOURS), new_dialog.AT,
-                     (-10, -10, -5, -5), back=True)
-    result = _trip(session, game, 0, new_dialog.offer(then=notice, returns="at_once"))
+                     (-10, -10, -5, -5), back=True, dim=new_dialog.DIM)
+    result = _trip(session, game, 0, new_dialog.offer(then=notice, returns="at_once", dim=new_dialog.DIM))
     steps = session.tools.last_run.steps
     assert not any(s["kind"] == "restart" for s in steps), [s.get("rung") for s in steps if s["kind"] == "recover"]
     [closed] = result.data["dialogs_closed"]
