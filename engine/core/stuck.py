@@ -160,6 +160,16 @@ def moving(a: np.ndarray, b: np.ndarray) -> bool:
     return float(np.mean(changed > MOVING_LEVELS)) > MOVING_SHARE
 
 
+MOVING_S = 1.0
+"""Longest a screen nobody names is waited on, from the first look at it, while it changes over much of itself (a
+slide or fade under way) before the ladder acts on it; a screen nobody names is always looked at twice, a poll
+apart. A back key or a lesson taken on a page change half drawn acts on nothing there (generated game 1: the back
+key on slides out of loading screens, 13 in 30 gotos with the true graph, and popups learned from them)."""
+STILL_LOOKS = 3
+"""Looks, a poll apart, that a page named while its frame still changes over much of itself may be waited on before
+its hop's tap: a game takes no input while a page slides or fades in (the simulator, as the games it stands for)."""
+
+
 @dataclass
 class Settling:
     """The looks after one hop's action, judged together.

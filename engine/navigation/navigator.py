@@ -39,7 +39,7 @@ from engine.core.errors import (
     UnknownPage,
 )
 from engine.core.results import Observation, Outcome, Verdict, closest
-from engine.core.stuck import UNKNOWN_S, Settling, moving, same_pixels
+from engine.core.stuck import MOVING_S, STILL_LOOKS, UNKNOWN_S, Settling, moving, same_pixels
 from engine.navigation.actuator import Actuator, Performed, action_key
 from engine.navigation.machine import BeliefMachine
 from engine.navigation.recovery import (explain, first_link, landed, misled_before, popup_stuck, recover, revive,
@@ -67,11 +67,6 @@ STALE_S = 10.0
 """A belief older than this is re-observed before planning."""
 CHANGE_S = 5.0
 """Longest a page change that keeps drawing (frames changing, nothing recognised) is waited out past an allowance."""
-MOVING_S = 1.0
-"""Longest a screen nobody names is waited on, from the first look at it, while it changes over much of itself (a
-slide or fade under way) before the ladder acts on it; a screen nobody names is always looked at twice, POLL_S
-apart. A back key or a lesson taken on a page change half drawn acts on nothing there (generated game 1: the back
-key on slides out of loading screens, 13 in 30 gotos with the true graph, and popups learned from them)."""
 MAX_STEPS = 400
 """Hard cap on loop iterations of one navigation, beside its time bound."""
 MAX_DEVICE_FAULTS = 3
@@ -93,6 +88,7 @@ class _Course:
     cover_rung: int = 0  # rungs of the ladder already tried on it
     unknown: bool = False  # the last verdict was an unknown screen
     moving_since: float | None = None  # the first look at an unknown screen waited on (MOVING_S)
+    still: int = 0  # looks waited on a named page still changing before its hop (STILL_LOOKS)
 
 
 class Navigator:
@@ -114,7 +110,7 @@ class Navigator:
         self.machine = BeliefMachine(graph, clock)
         self.last_observation: Observation | None = None
         self.last_frame: np.ndarray | None = None
-        self.moving = False  # the last look's frame changed over much of itself since the look before
+        self.moving = False  # the last look's frame changed over much of itself since a look that named no page
         self._last_expected: tuple[str | None, bool] | None = None
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
         self._looked_at: int | None = None  # the action count at the last look
@@ -245,6 +241,11 @@ class Navigator:
             return obs
         if verdict is Verdict.DEVICE_ERROR:
             return self._ride_out(ctx, course)
+        if self.moving and course.still < STILL_LOOKS:  # a page named while it still slides in takes no tap yet
+            course.still += 1
+            ctx.wait(POLL_S)
+            return self.look(ctx, expected=obs.page)
+        course.still = 0
         return self._hop(ctx, obs, course, target)
 
     def _ride_out(self, ctx: RunContext, course: _Course) -> Observation:
@@ -372,7 +373,8 @@ class Navigator:
         frame = self._marked(lambda: ctx.device_call(self.device.screenshot))
         previous, self.last_frame, self._verified = self.last_frame, frame, None
         same = previous is not None and same_pixels(previous, frame)
-        self.moving = previous is not None and not same and moving(previous, frame)
+        self.moving = previous is not None and not same and getattr(self.last_observation, "page", 0) is None and \
+            moving(previous, frame)  # (still changing since a screen that named no page: loading, half drawn)
         unchanged = same and self.last_observation is not None and (expected, near) == self._last_expected
         if unchanged:
             obs = self.last_observation  # the same pixels say the same thing: waiting costs no observation
