@@ -151,13 +151,17 @@ screen changes by 20 to 40 (generated game 1 under chaos: slides 0.21-0.23 of th
 40; a page's own moving parts 0.013 in the median)."""
 
 
+def changed_share(a: np.ndarray, b: np.ndarray, step: int, levels: int) -> float:
+    """The share of every `step`-th pixel (each way) of two same-shaped images that changed by more than `levels`
+    (the largest of its channels); 0.0 for empty images."""
+    diff = np.abs(a[::step, ::step].astype(np.int16) - b[::step, ::step].astype(np.int16))
+    changed = diff.max(axis=2) if diff.ndim == 3 else diff
+    return float(np.mean(changed > levels)) if changed.size else 0.0
+
+
 def moving(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether the screen changed over much of itself from frame `a` to frame `b` (see MOVING_SHARE)."""
-    if a.shape != b.shape:
-        return True
-    diff = np.abs(a[::8, ::8].astype(np.int16) - b[::8, ::8].astype(np.int16))
-    changed = diff.max(axis=2) if diff.ndim == 3 else diff
-    return float(np.mean(changed > MOVING_LEVELS)) > MOVING_SHARE
+    return a.shape != b.shape or changed_share(a, b, 8, MOVING_LEVELS) > MOVING_SHARE
 
 
 MOVING_S = 1.0

@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
-
 from engine.config.schema import KeyAction, TapAction
 from engine.config.words import says, spending
+from engine.core.stuck import changed_share
 from engine.navigation.dismissal import (
     CLOSER_TRIES,
     DISMISS_TRIES,
@@ -222,11 +221,7 @@ def _another(before: Any, after: Any, box: tuple[int, int, int, int]) -> bool:
     if before is None or after is None or before.shape != after.shape:
         return False
     x1, y1, x2, y2 = box
-    a, b = before[y1:y2:4, x1:x2:4].astype(np.int16), after[y1:y2:4, x1:x2:4].astype(np.int16)
-    if a.size == 0:
-        return False
-    diff = np.abs(a - b)
-    return float(np.mean((diff.max(axis=2) if diff.ndim == 3 else diff) > 40)) > CHAIN_SHARE
+    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], 4, 40) > CHAIN_SHARE
 
 
 def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str | None) -> bool:
