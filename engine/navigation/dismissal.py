@@ -6,7 +6,9 @@ this one's box (games reuse a dialog's layout; two dialogs that look one may tak
 the regions inside its box and a tap outside it; then a grid of taps over its box. Dialogs with a like box are one
 family: a grid point that failed on one is not tried again on the next showing, so the search goes on where it left
 off (a dialog closed by a spot nothing marks), and a visible option that failed VISIBLE_FAILS times on the family is
-left out (a dropped tap hides one failure, seldom two) until the grid is spent (a lookalike may take it). A showing
+left out (a dropped tap hides one failure, seldom two) until the grid is spent (a lookalike may take it); a caller
+that knows what each dialog looks like narrows the family to those alike (`kin`: a game draws many dialogs on one
+panel, and a spot tapped in vain on one may be another's button). A showing
 gets CLOSER_TRIES tries of known closers and SHOWING_TRIES of its own search (FAILED_TRIES once its family failed
 FAMILY_FAILURES showings), then the caller gives up on it (the explorer restarts the app, the navigator climbs to
 the next rung): every action spent on a dialog is one not spent elsewhere.
@@ -64,6 +66,8 @@ class Dialog:
     """Action keys that closed it, and how often."""
     failures: int = 0
     """Showings it outlasted (no way to close it found)."""
+    look: Any = None
+    """What it looked like when first seen (the navigator's: engine.navigation.search.Dialogs), else None."""
 
 
 def action_key(action: dict[str, Any]) -> str:
@@ -160,9 +164,10 @@ def spot_failures(family: list[Any], option: dict[str, Any]) -> int:
 
 def next_try(popups: list[Any], popup: Any, tries: Counter, frame: Callable[[], np.ndarray | None],
              box_of: Callable[[Any], Area] = lambda p: p.box, *, spots: Any = default_spots,
-             guard: Any = None) -> dict[str, Any] | None:
+             guard: Any = None, kin: Callable[[Any], bool] | None = None) -> dict[str, Any] | None:
     """The next action on `popup`, given this showing's `tries` (action key -> count), its latest frame and each
-    dialog's own panel (`box_of`, else the box a cover found); None when the showing's budget is spent."""
+    dialog's own panel (`box_of`, else the box a cover found); None when the showing's budget is spent. `kin`: which
+    dialogs share its failures (default: those with a like box)."""
     own = box_of(popup)
     found: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
 
@@ -179,15 +184,16 @@ def next_try(popups: list[Any], popup: Any, tries: Counter, frame: Callable[[], 
 
     if popup.dismiss is not None and tries[action_key(popup.dismiss)] < DISMISS_TRIES and allowed(popup.dismiss):
         return dict(popup.dismiss)
-    family = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX or box_match(box_of(p), own) >= SAME_BOX]
+    alike = [p for p in popups if box_match(p.box, popup.box) >= SAME_BOX or box_match(box_of(p), own) >= SAME_BOX]
+    family = alike if kin is None else [p for p in alike if p is popup or kin(p)]
     closing: Counter = Counter()
-    kin: Counter = Counter()
+    like: Counter = Counter()
     for other in popups:
         closing.update(other.closed)
-        if other in family:
-            kin.update(other.closed)
-    if sum(tries[k] for k in closing) < CLOSER_TRIES:  # its own closers first, then its family's, then any
-        for key in [k for counter in (popup.closed, kin, closing) for k, _ in counter.most_common()]:
+        if other in alike:
+            like.update(other.closed)
+    if sum(tries[k] for k in closing) < CLOSER_TRIES:  # its own closers first, then a like box's, then any
+        for key in [k for counter in (popup.closed, like, closing) for k, _ in counter.most_common()]:
             action = key_action(key)
             if action is not None and tries[key] == 0 and inside(action, popup.box) and allowed(action):
                 return action

@@ -65,14 +65,42 @@ class Dialogs:
                 not (obs.popups or obs.covered or obs.loading or obs.ambiguous):
             self.arrivals[obs.page] = thumb(prepared())
 
-    def of(self, box: tuple[int, int, int, int]) -> Dialog:
-        """The dialog remembered with a like box, else a new one."""
+    def of(self, box: tuple[int, int, int, int], frame: Any = None) -> Dialog:
+        """The dialog remembered with a like box that looks as `frame` shows it (`alike`), else a new one."""
         for dialog in self.known:
-            if box_match(dialog.box, box) >= SAME_BOX:
+            if box_match(dialog.box, box) >= SAME_BOX and alike(dialog, frame):
                 return dialog
-        dialog, self._ids = Dialog(id=self._ids, box=box), self._ids + 1
+        dialog, self._ids = Dialog(id=self._ids, box=box, look=_look(frame, box)), self._ids + 1
         self.known = [*self.known, dialog][-KEPT_DIALOGS:]
         return dialog
+
+
+LOOK_STEP = 4
+"""A dialog's look is every LOOK_STEP-th pixel of its box, each way (a 940x670 panel: 120 KB)."""
+
+
+def _look(frame: Any, box: tuple[int, int, int, int]) -> Any:
+    if frame is None:
+        return None
+    x1, y1, x2, y2 = (max(0, int(v)) for v in box)
+    return frame[y1:y2:LOOK_STEP, x1:x2:LOOK_STEP].copy()
+
+
+LOOK_SHARE = 0.005
+"""Share of a dialog's look (by more than 40 levels) that may differ for a frame to show the same dialog. Two dialogs
+on one panel differ by their title and a button: 1.8 % for "Notice" with DETAILS against "Daily login" with OK
+(tests/engine/new_dialog.py's 500x300 panel); one dialog shown again, over whatever page, differs by nothing but
+what moves on it."""
+
+
+def alike(dialog: Dialog, frame: Any) -> bool:
+    """Whether `frame` shows what `dialog` looked like in its box (LOOK_SHARE). A game draws many dialogs on one panel
+    (generated game 8: a CONFIRM dialog on the panel of its crosses); taken for one, a spot that failed on one was
+    left out on the other, and the CONFIRM was never tapped. Unknown (no look kept, no frame): alike."""
+    now = _look(frame, dialog.box)
+    if dialog.look is None or now is None or now.shape != dialog.look.shape:
+        return dialog.look is None or now is None
+    return changed_share(now, dialog.look, 1, 40) <= LOOK_SHARE
 
 
 def unblocked(obs: Observation) -> bool:
@@ -164,7 +192,8 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     if dialogs.tries == 0 or nav.last_frame is None or not (panel or blocked(obs)) or used >= GOTO_TRIES:
         return obs, None
     box = panel or dialog_box(nav, obs)
-    dialog, tries, taken = dialogs.of(box), Counter({"key:back": int(panel is None)}), []  # (the ladder's first rung)
+    shown = nav.observer.prepare(nav.last_frame)
+    dialog, tries, taken = dialogs.of(box, shown), Counter({"key:back": int(panel is None)}), []  # (back: the ladder's)
     label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
     guard = guard_of(nav)
     ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
@@ -174,7 +203,8 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             break
         ctx.checkpoint()
         action = next_try(dialogs.known, dialog, tries, lambda: nav.last_frame,
-                          lambda p: box if p is dialog else p.box, guard=guard)  # (this showing's box, not the first's)
+                          lambda p: box if p is dialog else p.box, guard=guard,  # (this showing's box, not the first's)
+                          kin=lambda p: alike(p, shown))
         if action is None:
             break
         key = action_key(action)
@@ -195,10 +225,12 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             return obs, None  # a known popup, a loading screen: the navigator judges it
         if panel is None and chained < CHAIN_MAX and \
                 _another(*(nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)), box):
-            chained += 1  # it closed, and the next of a chain came in its place
+            chained += 1  # it closed, and the next of a chain came in its place: that one is searched afresh
             dialog.closed[key] += 1
-            tries["key:back"] = 0  # (the ladder's back key was tried on the one before, not on this one)
+            dialog.dismiss = plain
             ctx.record("search_next", dialog=dialog.id, closed_by=plain)
+            shown = nav.observer.prepare(nav.last_frame)
+            dialog, tries = dialogs.of(box, shown), Counter()  # (the ladder's back key was tried on the one before)
     dialog.failures += 1
     ctx.record("search_spent", dialog=dialog.id, tries=len(taken))
     return obs, None

@@ -309,3 +309,27 @@ def test_a_chain_of_a_cross_then_a_dialog_only_the_back_key_closes_is_searched_c
     [closed] = result.data["dialogs_closed"]
     assert closed["rung"] == "search" and closed["actions"][-1] == {"type": "key", "key": "back"}, closed
     assert [s["kind"] for s in steps].count("search_next") == 1
+
+
+def test_a_dialog_on_the_panel_of_another_is_searched_as_its_own_and_its_button_tapped(nokey):
+    """A game draws many dialogs on one panel (generated game 8: a CONFIRM dialog on the panel of its crosses). The
+    search took every dialog with a like box for one: a spot tapped in vain on one was left out on the next, so the
+    CONFIRM, where the other dialogs' search had tapped, was never tried, and every showing was restarted away (178 of
+    195 no-key gotos). A dialog is now also known by its look: "Daily login"'s OK, where "Notice" (the same panel)
+    shows a DETAILS button that closes nothing, is tapped after two showings of "Notice" found nothing."""
+    open_, game, _, _, _ = nokey
+    session = open_("learning: off\n")
+    image = new_dialog.panel(None, title="Notice")
+    cv2.rectangle(image, (380, 230), (480, 280), (40, 200, 60), -1)  # where the login's OK is, closing nothing
+    cv2.putText(image, "DETAILS", (384, 265), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 2, cv2.LINE_AA)
+    notice = Overlay("notice", image, new_dialog.AT, (-10, -10, -5, -5))
+    for i in range(2):
+        result = _trip(session, game, i, notice)
+        assert result.data["dialogs_closed"][0]["rung"] == "restart", result.data["dialogs_closed"]
+    login = new_dialog.login(colours=new_dialog.OFFER_COLOURS)
+    result = _trip(session, game, 2, login)
+    [closed] = result.data["dialogs_closed"]
+    assert closed["rung"] == "search", closed
+    x1, y1, x2, y2 = login.closes
+    last = closed["actions"][-1]
+    assert last["type"] == "tap" and x1 <= last["point"][0] < x2 and y1 <= last["point"][1] < y2, closed
