@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 GOTO_TRIES = 30
 """Tries of the search in one goto (a run), however many dialogs show."""
 KEPT_DIALOGS = 32
-"""Dialogs remembered per session (what closed them, where the grid left off); the oldest go."""
+"""Dialogs remembered per session (what closed them, where the grid left off); the one seen longest ago goes."""
 KNOWN_SPENDERS = 8
 """Buttons of the graph whose name says they spend, looked for on a dialog at most."""
 
@@ -66,9 +66,11 @@ class Dialogs:
             self.arrivals[obs.page] = thumb(prepared())
 
     def of(self, box: tuple[int, int, int, int], frame: Any = None) -> Dialog:
-        """The dialog remembered with a like box that looks as `frame` shows it (`alike`), else a new one."""
+        """The dialog remembered with a like box that looks as `frame` shows it (`alike`), else a new one; the one
+        seen longest ago goes when KEPT_DIALOGS are kept (dialogs that look new at every showing: a chaos screen)."""
         for dialog in self.known:
             if box_match(dialog.box, box) >= SAME_BOX and alike(dialog, frame):
+                self.known = [d for d in self.known if d is not dialog] + [dialog]
                 return dialog
         dialog, self._ids = Dialog(id=self._ids, box=box, look=_look(frame, box)), self._ids + 1
         self.known = [*self.known, dialog][-KEPT_DIALOGS:]
@@ -86,11 +88,12 @@ def _look(frame: Any, box: tuple[int, int, int, int]) -> Any:
     return frame[y1:y2:LOOK_STEP, x1:x2:LOOK_STEP].copy()
 
 
-LOOK_SHARE = 0.005
+LOOK_SHARE = 0.002
 """Share of a dialog's look (by more than 40 levels) that may differ for a frame to show the same dialog. Two dialogs
-on one panel differ by their title and a button: 1.8 % for "Notice" with DETAILS against "Daily login" with OK
-(tests/engine/new_dialog.py's 500x300 panel); one dialog shown again, over whatever page, differs by nothing but
-what moves on it."""
+on one panel differ by their title and buttons: 1.8 % for "Notice" with DETAILS against "Daily login" with OK
+(tests/engine/new_dialog.py's 500x300 panel), 0.45 % for one title word against another on the same panel and
+buttons; one dialog shown again, over whatever page, differs by nothing but what moves on it. Dialogs taken for one
+share their failures (a button of one left out); one dialog taken for two only searches afresh."""
 
 
 def alike(dialog: Dialog, frame: Any) -> bool:

@@ -148,3 +148,31 @@ def test_a_lesson_found_by_the_search_says_so_in_its_proposal(tmp_path):
     _, model = Learner(tmp_path / "m").record(Lesson(shown, point, "offer"), "page_main")
     assert model["found_by"] == "model"
     assert cv2.imread(str(tmp_path / f"{proposal['name']}.crop.png")) is not None
+
+
+def test_dialogs_on_one_panel_are_told_apart_by_their_look_and_the_one_seen_last_is_kept():
+    """engine.navigation.search.Dialogs: a like box and a like look is the dialog seen before; the same panel with
+    another title is another dialog; when KEPT_DIALOGS are kept, the one seen longest ago goes, not one seen again
+    since (a chaos screen looks new at every showing and must not push out the dialog that shows every day)."""
+    from engine.navigation.search import KEPT_DIALOGS, Dialogs
+
+    def shown(title: str) -> np.ndarray:
+        screen = frame()
+        panel = buy_dialog.panel()
+        cv2.putText(panel, title, (20, 40), cv2.FONT_HERSHEY_SIMPLEX, 1.0, (255, 255, 255), 2)
+        screen[200:200 + panel.shape[0], 380:380 + panel.shape[1]] = panel
+        return screen
+
+    dialogs = Dialogs()
+    daily = dialogs.of(BOX, shown("Daily"))
+    assert dialogs.of(BOX, shown("Daily")) is daily
+    assert dialogs.of((382, 201, 902, 521), shown("Daily")) is daily  # (a box found a pixel apart)
+    other = dialogs.of(BOX, shown("Notice"))
+    assert other is not daily and dialogs.of(BOX, shown("Notice")) is other
+    rng = np.random.default_rng(5)
+    for _ in range(KEPT_DIALOGS - 1):
+        screen = frame()
+        screen[BOX[1]:BOX[3], BOX[0]:BOX[2]] = rng.integers(0, 255, (BOX[3] - BOX[1], BOX[2] - BOX[0], 3))
+        assert dialogs.of(BOX, screen) not in (daily, other)
+        assert dialogs.of(BOX, shown("Daily")) is daily  # seen again each time: kept
+    assert other not in dialogs.known and len(dialogs.known) == KEPT_DIALOGS
