@@ -292,18 +292,35 @@ def test_a_page_the_graph_knows_no_way_out_of_is_left_by_a_restart_and_the_goto_
     assert result.status == "no_route" and not any(s["kind"] == "restart" for s in session.tools.last_run.steps)
 
 
-def test_a_chain_of_a_cross_then_a_dialog_only_the_back_key_closes_is_searched_closed_without_a_restart(nokey):
+NEAR_COLOURS = tuple(tuple(min(255, c + 20) for c in colour) for colour in new_dialog.OFFER_COLOURS)
+"""The offer's panel colours, 20 levels brighter: generated game 7's two panels of a chain, (64, 45, 34) then
+(44, 54, 44) (BGR)."""
+
+
+@pytest.mark.parametrize("colours", [new_dialog.OWN_COLOURS, NEAR_COLOURS, new_dialog.OFFER_COLOURS],
+                         ids=["own_panel", "panel_20_levels_apart", "same_panel"])
+def test_a_chain_of_a_cross_then_a_dialog_only_the_back_key_closes_is_searched_closed_without_a_restart(nokey,
+                                                                                                       colours):
     """Generated game 7's popups come in a chain: a cross closes the first, and a second dialog on the same panel,
     which only the back key closes, comes in its place. The ladder's back key was spent on the first, so the search
     never tried it on the second: it tapped the panel's spots until it was spent and the game was restarted (16 of
     269 no-key gotos failed, `popup_blocking`). A try after which another dialog fills the box now counts as having
     closed the one before, and the back key may be tried again (over a page dimmed beneath: a cover, as in game 7).
-    """
+    The second dialog differs from the first by its title and the cross it lacks, on a panel of its own colour, of a
+    colour 20 levels apart (game 7's: a share of 40 levels missed it, and 16 of 274 gotos still failed) or of the
+    same colour."""
     open_, game, _, _, _ = nokey
     session = open_("learning: off\n")
-    notice = Overlay("notice", new_dialog.panel(None, title="Notice", colours=new_dialog.OWN_COLOURS), new_dialog.AT,
+    notice = Overlay("notice", new_dialog.panel(None, title="Notice", colours=colours), new_dialog.AT,
                      (-10, -10, -5, -5), back=True, dim=new_dialog.DIM)
-    result = _trip(session, game, 0, new_dialog.offer(then=notice, returns="at_once", dim=new_dialog.DIM))
+    offer = new_dialog.panel(None, colours=new_dialog.OFFER_COLOURS)  # its cross as game 7's: two white strokes
+    (x, y), size = new_dialog.FIXED_X, new_dialog.X_SIZE
+    cv2.line(offer, (x + 9, y + 9), (x + size - 10, y + size - 10), (255, 255, 255), 3)
+    cv2.line(offer, (x + size - 10, y + 9), (x + 9, y + size - 10), (255, 255, 255), 3)
+    x, y = new_dialog.AT[0] + x, new_dialog.AT[1] + y
+    first = Overlay("limited_offer", offer, new_dialog.AT, (x, y, x + size, y + size), then=notice, returns="at_once",
+                    dim=new_dialog.DIM)
+    result = _trip(session, game, 0, first)
     steps = session.tools.last_run.steps
     assert not any(s["kind"] == "restart" for s in steps), [s.get("rung") for s in steps if s["kind"] == "recover"]
     [closed] = result.data["dialogs_closed"]
