@@ -233,8 +233,10 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             dialog.closed[key] += 1
             dialog.dismiss = plain
             ctx.record("search_next", dialog=dialog.id, closed_by=plain)
-            shown = nav.observer.prepare(nav.last_frame)
+            shown, box = nav.observer.prepare(nav.last_frame), dialog_box(nav, obs)  # (it may stand elsewhere)
+            label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
             dialog, tries = dialogs.of(box, shown), Counter()  # (the ladder's back key was tried on the one before)
+            ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
     dialog.failures += 1
     ctx.record("search_spent", dialog=dialog.id, tries=len(taken))
     return obs, None

@@ -350,3 +350,26 @@ def test_a_dialog_on_the_panel_of_another_is_searched_as_its_own_and_its_button_
     x1, y1, x2, y2 = login.closes
     last = closed["actions"][-1]
     assert last["type"] == "tap" and x1 <= last["point"][0] < x2 and y1 <= last["point"][1] < y2, closed
+
+
+def test_the_next_dialog_of_a_chain_is_searched_where_it_stands_not_where_the_first_stood(nokey):
+    """Azur Lane no-key long form (279db22): an unknown screen closed by the search's first tap gave way to a small
+    dialog over the main page, elsewhere; the search took it for the next of a chain and went on tapping the first
+    one's box (14 tries, the goto timed out). The next dialog's box is found again."""
+    open_, game, _, _, _ = nokey
+    session = open_("learning: off\n")
+    offer = new_dialog.panel(None, colours=new_dialog.OFFER_COLOURS)
+    (x, y), size = new_dialog.FIXED_X, new_dialog.X_SIZE
+    cv2.line(offer, (x + 9, y + 9), (x + size - 10, y + size - 10), (255, 255, 255), 3)
+    cv2.line(offer, (x + size - 10, y + 9), (x + 9, y + size - 10), (255, 255, 255), 3)
+    x, y = new_dialog.AT[0] + x, new_dialog.AT[1] + y
+    at = (60, 400)  # below and left of the first: its OK (380-480, 230-280 inside it) lies outside the first's box
+    login = new_dialog.login(dim=new_dialog.DIM)
+    login = Overlay(login.name, login.image, at, (at[0] + 380, at[1] + 230, at[0] + 480, at[1] + 280), dim=login.dim)
+    first = Overlay("limited_offer", offer, new_dialog.AT, (x, y, x + size, y + size), then=login, returns="at_once",
+                    dim=new_dialog.DIM)
+    result = _trip(session, game, 0, first)
+    steps = session.tools.last_run.steps
+    assert not any(s["kind"] == "restart" for s in steps), [s.get("rung") for s in steps if s["kind"] == "recover"]
+    boxes = [s["box"] for s in steps if s["kind"] == "search"]
+    assert len(boxes) >= 2 and boxes[-1][0] < 300 and boxes[-1][3] > 600, boxes  # the login's, found again
