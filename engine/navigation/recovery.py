@@ -72,6 +72,7 @@ def climb(nav: Any, ctx: RunContext, obs: Observation, rung: str, settle_s: floa
         label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
         # A lesson over a covered page or on a screen nobody named (a dialog over most of a page hides the page):
         # the next look judges it, as the model's tap (engine.learning.learner).
+        nav.dialogs.backed = nav.last_frame  # (what the back key was pressed on: engine.navigation.search)
         if not (obs.covered or obs.page is None) or nav.learner is None or \
                 not nav.learner.keyed(nav, ctx, "back", label):
             nav.act(ctx, KeyAction(type="key", key="back"), obs)

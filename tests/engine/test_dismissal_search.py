@@ -373,3 +373,21 @@ def test_the_next_dialog_of_a_chain_is_searched_where_it_stands_not_where_the_fi
     assert not any(s["kind"] == "restart" for s in steps), [s.get("rung") for s in steps if s["kind"] == "recover"]
     boxes = [s["box"] for s in steps if s["kind"] == "search"]
     assert len(boxes) >= 2 and boxes[-1][0] < 300 and boxes[-1][3] > 600, boxes  # the login's, found again
+
+
+def test_a_back_key_that_led_to_another_dialog_is_tried_again_on_that_one(nokey):
+    """Azur Lane no-key long form (a55af1a): the ladder's back key left one screen nobody names for another, which
+    the back key also closes; the search counted the back key as tried there and spent its tries on taps (12 such
+    searches in the second 200 gotos). The back key counts as tried only on the dialog it was pressed on."""
+    open_, game, _, _, _ = nokey
+    session = open_("learning: off\n")
+    second = Overlay("second", new_dialog.panel(None, title="Second", colours=new_dialog.OWN_COLOURS), new_dialog.AT,
+                     (-10, -10, -5, -5), back=True, dim=new_dialog.DIM)
+    first = Overlay("first", new_dialog.panel(None, title="First"), new_dialog.AT, (-10, -10, -5, -5), back=True,
+                    then=second, returns="at_once", dim=new_dialog.DIM)
+    result = _trip(session, game, 0, first)
+    steps = session.tools.last_run.steps
+    assert not any(s["kind"] == "restart" for s in steps), [s.get("rung") for s in steps if s["kind"] == "recover"]
+    tries = [s["action"] for s in steps if s["kind"] == "search_try"]
+    assert tries[:1] == [{"type": "key", "key": "back"}], tries
+    assert result.data["dialogs_closed"][-1]["rung"] == "search", result.data["dialogs_closed"]
