@@ -85,10 +85,22 @@ LOOK_STEP = 4
 """A dialog's look is every LOOK_STEP-th pixel of its box, each way (a 940x670 panel: 120 KB)."""
 
 
+LOOK_INSET = 16
+"""A dialog's look leaves out a 1/LOOK_INSET of its box's shorter side along each edge: a box found around a panel
+holds a margin of the page beneath, which differs from page to page and moves (generated game 8: one dialog over
+two pages was taken for two, and page art moving in the margin for the next dialog of a chain)."""
+
+
+def _inner(box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    x1, y1, x2, y2 = (max(0, int(v)) for v in box)
+    inset = min(x2 - x1, y2 - y1) // LOOK_INSET
+    return x1 + inset, y1 + inset, x2 - inset, y2 - inset
+
+
 def _look(frame: Any, box: tuple[int, int, int, int]) -> Any:
     if frame is None:
         return None
-    x1, y1, x2, y2 = (max(0, int(v)) for v in box)
+    x1, y1, x2, y2 = _inner(box)
     return frame[y1:y2:LOOK_STEP, x1:x2:LOOK_STEP].copy()
 
 
@@ -262,8 +274,7 @@ def _another(before: Any, after: Any, box: tuple[int, int, int, int]) -> bool:
     levels, its panels by 20 levels; the 3 % asked before missed it, and 16 of 274 no-key gotos failed)."""
     if before is None or after is None or before.shape != after.shape:
         return False
-    x1, y1, x2, y2 = box
-    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, LOOK_LEVELS) > LOOK_SHARE
+    return changed_share(_look(before, box), _look(after, box), 1, LOOK_LEVELS) > LOOK_SHARE
 
 
 def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str | None) -> bool:
