@@ -85,22 +85,10 @@ LOOK_STEP = 4
 """A dialog's look is every LOOK_STEP-th pixel of its box, each way (a 940x670 panel: 120 KB)."""
 
 
-LOOK_INSET = 16
-"""A dialog's look leaves out a 1/LOOK_INSET of its box's shorter side along each edge: a box found around a panel
-holds a margin of the page beneath, which differs from page to page and moves (generated game 8: one dialog over
-two pages was taken for two, and page art moving in the margin for the next dialog of a chain)."""
-
-
-def _inner(box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-    x1, y1, x2, y2 = (max(0, int(v)) for v in box)
-    inset = min(x2 - x1, y2 - y1) // LOOK_INSET
-    return x1 + inset, y1 + inset, x2 - inset, y2 - inset
-
-
 def _look(frame: Any, box: tuple[int, int, int, int]) -> Any:
     if frame is None:
         return None
-    x1, y1, x2, y2 = _inner(box)
+    x1, y1, x2, y2 = (max(0, int(v)) for v in box)
     return frame[y1:y2:LOOK_STEP, x1:x2:LOOK_STEP].copy()
 
 
@@ -268,13 +256,22 @@ moving art included (generated game 1: every try there counted as a closing and 
 out, 7 gotos of 88 timed out)."""
 
 
+CHAIN_LEVELS, CHAIN_SHARE = 40, 0.03
+"""A try after which this share of a dialog's box changed by more than CHAIN_LEVELS closed it, another dialog in its
+place (a chain: a cross, then a dialog only the back key closes). A title, a text and a button redrawn on a panel of
+its own colour change this much; a tap on nothing changes nothing. Not told: the next dialog on a panel of a colour
+under CHAIN_LEVELS apart with another title and no cross (generated game 7: 0.6 % of its box; 10 of 400 no-key gotos
+failed at d787796). A more sensitive rule (a fifth of a percent at 40 levels, or 3 % at 16) mended game 7 and broke
+game 8: page changes and stacked dialogs taken for chains, 2 or 3 of its first 17 gotos blocked (bisected on
+2026-12-06; kept as it was)."""
+
+
 def _another(before: Any, after: Any, box: tuple[int, int, int, int]) -> bool:
-    """Whether the dialog in `box` was replaced by another between frames `before` and `after`: they differ there by
-    more than LOOK_SHARE, as two dialogs do (a title and a cross: generated game 7's chain differed by 0.6 % at 40
-    levels, its panels by 20 levels; the 3 % asked before missed it, and 16 of 274 no-key gotos failed)."""
+    """Whether the dialog in `box` was replaced by another between frames `before` and `after` (CHAIN_SHARE)."""
     if before is None or after is None or before.shape != after.shape:
         return False
-    return changed_share(_look(before, box), _look(after, box), 1, LOOK_LEVELS) > LOOK_SHARE
+    x1, y1, x2, y2 = box
+    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, CHAIN_LEVELS) > CHAIN_SHARE
 
 
 def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str | None) -> bool:

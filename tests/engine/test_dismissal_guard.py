@@ -151,8 +151,8 @@ def test_a_lesson_found_by_the_search_says_so_in_its_proposal(tmp_path):
 
 
 def test_dialogs_on_one_panel_are_told_apart_by_their_look_and_the_one_seen_last_is_kept():
-    """engine.navigation.search.Dialogs: a like box and a like look is the dialog seen before, whatever page shows in
-    its box's margin; the same panel with another title is another dialog; when KEPT_DIALOGS are kept, the one seen longest ago goes, not one seen again
+    """engine.navigation.search.Dialogs: a like box and a like look is the dialog seen before; the same panel with
+    another title is another dialog; when KEPT_DIALOGS are kept, the one seen longest ago goes, not one seen again
     since (a chaos screen looks new at every showing and must not push out the dialog that shows every day)."""
     from engine.navigation.search import KEPT_DIALOGS, Dialogs
 
@@ -167,13 +167,6 @@ def test_dialogs_on_one_panel_are_told_apart_by_their_look_and_the_one_seen_last
     daily = dialogs.of(BOX, shown("Daily"))
     assert dialogs.of(BOX, shown("Daily")) is daily
     assert dialogs.of((382, 201, 902, 521), shown("Daily")) is daily  # (a box found a pixel apart)
-    wide = (BOX[0] - 8, BOX[1] - 8, BOX[2] + 8, BOX[3] + 8)  # a box with a margin of the page beneath
-    over_another = shown("Daily")
-    over_another[:BOX[1]] = 255 - over_another[:BOX[1]]  # (another page beneath: its margin differs)
-    over_another[BOX[3]:] = 255 - over_another[BOX[3]:]
-    margined = Dialogs()
-    first = margined.of(wide, shown("Daily"))
-    assert margined.of(wide, over_another) is first  # (generated game 8: one dialog over two pages was two)
     other = dialogs.of(BOX, shown("Notice"))
     assert other is not daily and dialogs.of(BOX, shown("Notice")) is other
     rng = np.random.default_rng(5)
