@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config.schema import KeyAction, Link, TapAction
 from engine.core.errors import DeviceError, NavigationError, NoRoute, PopupBlocking, Stuck, UnknownScreen
 from engine.navigation.routes import Route, plan_route
-from engine.navigation.search import search, swallowing, unblocked
+from engine.navigation.search import lesson_label, search, swallowing, unblocked
 
 if TYPE_CHECKING:
     from engine.core.context import RunContext
@@ -69,7 +69,7 @@ def climb(nav: Any, ctx: RunContext, obs: Observation, rung: str, settle_s: floa
     ctx.record("recover", rung=rung, page=obs.page)
     taps: list[dict[str, Any]] = []
     if rung == "back":
-        label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
+        label = lesson_label(obs)
         # A lesson over a covered page or on a screen nobody named (a dialog over most of a page hides the page):
         # the next look judges it, as the model's tap (engine.learning.learner).
         nav.dialogs.backed = nav.last_frame  # (what the back key was pressed on: engine.navigation.search)

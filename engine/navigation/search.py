@@ -56,7 +56,7 @@ class Dialogs:
         self.backed: Any = None
         """The frame the ladder's back key was last pressed on (engine.navigation.recovery): the search tries the
         back key again on a dialog that is not the one it was pressed on (a back key that led from one screen nobody
-        names to another: Azur Lane no-key, 12 searches spent that way in 200 gotos)."""
+        names to another: 12 searches of a no-key long form spent that way in 200 gotos)."""
         self.arrivals: dict[str, Thumb] = {}
         """Each page's first frame after the belief came to it, plain (no popup, cover or loading named): where a
         page has no clean reference yet (the observer keeps one only once a tap left the page), the frame a dialog
@@ -109,6 +109,11 @@ def alike(dialog: Dialog, frame: Any) -> bool:
     if dialog.look is None or now is None or now.shape != dialog.look.shape:
         return dialog.look is None or now is None
     return changed_share(now, dialog.look, 1, LOOK_LEVELS) <= LOOK_SHARE
+
+
+def lesson_label(obs: Observation) -> str:
+    """What a lesson taken on this screen is called: the dialog over the page seen, else an unknown dialog."""
+    return f"dialog over {obs.page}" if obs.page else "unknown dialog"
 
 
 def unblocked(obs: Observation) -> bool:
@@ -204,7 +209,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     backed, dialogs.backed = dialogs.backed, None
     pressed = panel is None and (backed is None or not _another(nav.observer.prepare(backed), shown, box))
     dialog, tries, taken = dialogs.of(box, shown), Counter({"key:back": int(pressed)}), []  # (back: the ladder's)
-    label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
+    label = lesson_label(obs)
     guard = guard_of(nav)
     ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
     chained = 0
@@ -240,7 +245,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             dialog.dismiss = plain
             ctx.record("search_next", dialog=dialog.id, closed_by=plain)
             shown, box = nav.observer.prepare(nav.last_frame), dialog_box(nav, obs)  # (it may stand elsewhere)
-            label = f"dialog over {obs.page}" if obs.page else "unknown dialog"
+            label = lesson_label(obs)
             dialog, tries = dialogs.of(box, shown), Counter()  # (the ladder's back key was tried on the one before)
             ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
     dialog.failures += 1
