@@ -26,6 +26,7 @@ from engine.navigation.dismissal import (
     Dialog,
     action_key,
     box_match,
+    key_action,
     next_try,
 )
 from engine.observe.cover import Thumb, changed_box, covered, thumb
@@ -212,14 +213,15 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     label = lesson_label(obs)
     guard = guard_of(nav)
     ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
-    chained = 0
-    for _ in range(min(dialogs.tries, SHOWING_TRIES) + CLOSER_TRIES + DISMISS_TRIES):
-        if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + CLOSER_TRIES + DISMISS_TRIES:
+    chained, changed, back_due = 0, None, False
+    for _ in range(min(dialogs.tries, SHOWING_TRIES) + CLOSER_TRIES + DISMISS_TRIES + 1):  # (+1: QUIET_CHAIN's back)
+        if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + CLOSER_TRIES + DISMISS_TRIES + 1:
             break
         ctx.checkpoint()
         action = next_try(dialogs.known, dialog, tries, lambda: nav.last_frame,
                           lambda p: box if p is dialog else p.box, guard=guard,  # (this showing's box, not the first's)
-                          kin=lambda p: alike(p, shown))
+                          kin=lambda p: alike(p, shown)) if not back_due else {"type": "key", "key": "back"}
+        back_due = False
         if action is None:
             break
         key = action_key(action)
@@ -235,11 +237,14 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         if unblocked(obs) and not (panel and _shows(nav, panel, outline, obs.page)):
             dialog.closed[key] += 1
             dialog.dismiss = plain
+            if changed is not None and changed != key:  # (a chain after all: what changed it closes it first)
+                dialog.closed[changed] += 1
+                dialog.dismiss = key_action(changed) or plain
             return obs, taken
         if not blocked(obs) and not (panel and unblocked(obs)):
             return obs, None  # a known popup, a loading screen: the navigator judges it
-        if panel is None and chained < CHAIN_MAX and \
-                _another(*(nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)), box):
+        pair = [nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)]
+        if panel is None and chained < CHAIN_MAX and _another(*pair, box):
             chained += 1  # it closed, and the next of a chain came in its place: that one is searched afresh
             dialog.closed[key] += 1
             dialog.dismiss = plain
@@ -247,7 +252,11 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             shown, box = nav.observer.prepare(nav.last_frame), dialog_box(nav, obs)  # (it may stand elsewhere)
             label = lesson_label(obs)
             dialog, tries = dialogs.of(box, shown), Counter()  # (the ladder's back key was tried on the one before)
+            changed = None
             ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
+        elif panel is None and changed is None and _another(*pair, box, LOOK_SHARE):
+            changed, back_due = key, key != "key:back"  # (QUIET_CHAIN: the back key on what came in its place)
+            ctx.record(QUIET_CHAIN, dialog=dialog.id, by=plain)
     dialog.failures += 1
     ctx.record("search_spent", dialog=dialog.id, tries=len(taken))
     return obs, None
@@ -265,18 +274,26 @@ CHAIN_LEVELS, CHAIN_SHARE = 40, 0.03
 """A try after which this share of a dialog's box changed by more than CHAIN_LEVELS closed it, another dialog in its
 place (a chain: a cross, then a dialog only the back key closes). A title, a text and a button redrawn on a panel of
 its own colour change this much; a tap on nothing changes nothing. Not told: the next dialog on a panel of a colour
-under CHAIN_LEVELS apart with another title and no cross (generated game 7: 0.6 % of its box; 10 of 400 no-key gotos
-failed at d787796). A more sensitive rule (a fifth of a percent at 40 levels, or 3 % at 16) mended game 7 and broke
-game 8: page changes and stacked dialogs taken for chains, 2 or 3 of its first 17 gotos blocked (bisected on
-2026-12-06; kept as it was)."""
+under CHAIN_LEVELS apart with another title and no cross (generated game 7: 0.6 % of its box): a more sensitive
+rule (a fifth of a percent at 40 levels, or 3 % at 16) mended game 7 and broke game 8 (page changes and stacked
+dialogs taken for chains, their tries reset and the wrong tap kept as the dismissal: 2 or 3 of its first 17 gotos
+blocked, bisected on 2026-12-06). That change is QUIET_CHAIN's."""
+
+QUIET_CHAIN = "search_changed"
+"""A try after which the dialog no longer looks as it did (more than LOOK_SHARE of its box changed), short of a chain:
+the next dialog of a chain on a panel nearly the colour of the first (generated game 7: a cross, then a dialog only
+the back key closes; 21 of 400 no-key gotos failed at d787796, the cross counted as failed and the back key never
+tried again), or the dialog's own art moving. Nothing is reset: the back key is pressed next, once a showing, and
+the try is credited only if the showing then closes (a chain after all: the next showing starts with it)."""
 
 
-def _another(before: Any, after: Any, box: tuple[int, int, int, int]) -> bool:
-    """Whether the dialog in `box` was replaced by another between frames `before` and `after` (CHAIN_SHARE)."""
+def _another(before: Any, after: Any, box: tuple[int, int, int, int], share: float = CHAIN_SHARE) -> bool:
+    """Whether the dialog in `box` was replaced by another between frames `before` and `after` (more than `share`
+    of it changed by CHAIN_LEVELS)."""
     if before is None or after is None or before.shape != after.shape:
         return False
     x1, y1, x2, y2 = box
-    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, CHAIN_LEVELS) > CHAIN_SHARE
+    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, CHAIN_LEVELS) > share
 
 
 def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str | None) -> bool:
