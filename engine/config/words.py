@@ -29,6 +29,16 @@ CLOSING = (
 )
 """Words on a button that closes a dialog without committing (a search tries it first)."""
 
+ACKNOWLEDGING = (
+    "ok", "okay", "confirm", "continue", "got it", "yes", "accept", "done", "next",
+    "确定", "确认", "继续", "好的", "知道了",  # cn
+    "確認", "はい", "次へ", "続ける", "了解",  # jp
+    "確定", "繼續", "知道了",  # tw
+    "확인", "계속", "예", "다음",  # kr
+)
+"""Words on a button that acknowledges a notice (OK, Confirm): tried after the closers, before the other regions, on
+a dialog where nothing spends (engine.observe.guard)."""
+
 
 def _norm(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().strip()

@@ -4,7 +4,9 @@ A region whose words (OCR, engine.config.words: the built-in list in every serve
 ``spending_words``) or whose meaning (a button the graph knows, found there, whose name says it spends) says it
 spends or commits is forbidden: no tap of the search lands inside it (padded by PAD pixels). A region that says
 "close", "cancel", "later", "skip"..., or that looks like a close cross or a back arrow (a small, squarish region in
-a top corner of the dialog's box), is a closer and is tried before any other. When the regions cannot be read (no
+a top corner of the dialog's box), is a closer and is tried before any other; then, on a dialog where nothing
+spends, one that acknowledges ("OK", "Confirm", "Continue"...: a notice's only button) before the rest (where
+something spends, an OK may be what commits: it keeps its place). When the regions cannot be read (no
 OCR engine), the most prominent region of the dialog (the biggest and brightest: a dialog's primary button is the one
 that commits) is forbidden too, unless it looks like a closer. Nothing here knows a game's look.
 """
@@ -17,7 +19,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from engine.config.words import CLOSING, says, spending
+from engine.config.words import ACKNOWLEDGING, CLOSING, says, spending
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +124,8 @@ class Guard:
             closers += shaped
             others += [a for a in rest if a not in forbidden]
         forbidden += self.known(frame) if self.known is not None else []
+        ack = [] if forbidden else [a for a in others if says(texts.get(a, ""), ACKNOWLEDGING)]
+        others = ack + [a for a in others if a not in ack]  # (on a dialog that spends, an OK may be what commits)
         padded = [(a[0] - PAD, a[1] - PAD, a[2] + PAD, a[3] + PAD) for a in forbidden]
         closers = [a for a in closers if not _overlaps(a, padded)]
         others = [a for a in others if not _overlaps(a, padded)]

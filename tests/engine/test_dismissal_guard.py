@@ -105,6 +105,21 @@ def test_a_button_the_graph_knows_as_spending_is_left_alone_whatever_it_reads():
     assert not [a for a in visible + grid if a["type"] == "tap" and inside(a, BUY)]
 
 
+def test_a_notices_ok_comes_before_its_other_regions_and_is_never_tapped_on_a_dialog_that_spends():
+    """A notice closed only by its OK or Confirm, low in its panel, below a title and art (generated game 6: the
+    search tapped the title's letters and the art first and the goto's 30 s ran out before CONFIRM). An OK is
+    tried before the other regions, unless the dialog says it spends: then it may be what commits, and keeps its
+    place after the others."""
+    shown = frame()
+    title, art, ok = (420, 220, 640, 260), (420, 300, 700, 380), (560, 440, 720, 490)
+    guard = Guard(read=reader({title: "Notice", art: "", ok: "CONFIRM"}))
+    judged = guard.judge(shown, BOX, [title, art, ok])
+    assert judged.others[0] == ok and not judged.forbidden
+    guard = Guard(read=reader({title: "Spend 100 gems?", art: "", ok: "CONFIRM"}))
+    judged = guard.judge(shown, BOX, [title, art, ok])
+    assert judged.forbidden and judged.others == [art, ok]
+
+
 def test_a_small_square_in_a_top_corner_is_a_closer_and_a_wide_button_is_not():
     assert corner_closer((860, 210, 890, 240), BOX) and corner_closer((385, 205, 415, 235), BOX)
     assert not corner_closer(BUY, BOX) and not corner_closer((620, 300, 650, 330), BOX)
