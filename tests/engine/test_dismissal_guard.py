@@ -105,7 +105,7 @@ def test_a_button_the_graph_knows_as_spending_is_left_alone_whatever_it_reads():
     assert not [a for a in visible + grid if a["type"] == "tap" and inside(a, BUY)]
 
 
-def test_a_notices_ok_comes_before_its_other_regions_and_is_never_tapped_on_a_dialog_that_spends():
+def test_a_notices_ok_comes_before_its_other_regions_but_not_on_a_dialog_that_spends():
     """A notice closed only by its OK or Confirm, low in its panel, below a title and art (generated game 6: the
     search tapped the title's letters and the art first and the goto's 30 s ran out before CONFIRM). An OK is
     tried before the other regions, unless the dialog says it spends: then it may be what commits, and keeps its
