@@ -327,8 +327,6 @@ def test_a_chain_of_a_cross_then_a_dialog_only_the_back_key_closes_is_searched_c
     assert closed["rung"] == "search" and closed["actions"][-1] == {"type": "key", "key": "back"}, closed
     kinds = [s["kind"] for s in steps]
     assert kinds.count("search_next") + kinds.count("search_changed") == 1, kinds
-    origin = next(s["dialog"] for s in steps if s["kind"] == "search")
-    assert all(s["dialog"] != origin for s in steps if s["kind"] == "search_changed")  # (searched as itself)
     cross = closed["actions"][-2]
     again = _trip(session, game, 0, first)
     [closed] = again.data["dialogs_closed"]
