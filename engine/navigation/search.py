@@ -237,9 +237,9 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         if unblocked(obs) and not (panel and _shows(nav, panel, outline, obs.page)):
             dialog.closed[key] += 1
             dialog.dismiss = plain
-            if changed is not None:  # (a chain after all: what changed the one before closed it)
-                changed[0].closed[changed[1]] += 1
-                changed[0].dismiss = key_action(changed[1]) or changed[0].dismiss
+            if changed is not None and changed != key:  # (a chain after all: what changed it closes it first)
+                dialog.closed[changed] += 1
+                dialog.dismiss = key_action(changed) or plain
             return obs, taken
         if not blocked(obs) and not (panel and unblocked(obs)):
             return obs, None  # a known popup, a loading screen: the navigator judges it
@@ -255,9 +255,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             changed = None
             ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
         elif panel is None and changed is None and _another(*pair, box, LOOK_SHARE):
-            changed, back_due = (dialog, key), key != "key:back"  # (QUIET_CHAIN: the back key on what came)
-            shown = pair[1]
-            dialog = dialogs.of(box, shown)  # (with its own memory; this showing's tries go on)
+            changed, back_due = key, key != "key:back"  # (QUIET_CHAIN: the back key on what came in its place)
             ctx.record(QUIET_CHAIN, dialog=dialog.id, by=plain)
     dialog.failures += 1
     ctx.record("search_spent", dialog=dialog.id, tries=len(taken))
@@ -285,11 +283,8 @@ QUIET_CHAIN = "search_changed"
 """A try after which the dialog no longer looks as it did (more than LOOK_SHARE of its box changed), short of a chain:
 the next dialog of a chain on a panel nearly the colour of the first (generated game 7: a cross, then a dialog only
 the back key closes; 21 of 400 no-key gotos failed at d787796, the cross counted as failed and the back key never
-tried again), or the dialog's own art moving. The search goes on with the dialog now shown (its own memory: what
-closed it before comes first), the back key next, once a showing; nothing is reset, and the try is credited to the
-dialog before only if the showing then closes (a chain after all: that dialog's next showing starts with it).
-Searched as the first one, the next dialog of a chain was credited with what closed a third (generated game 8:
-popup_2's cross kept as popup_4's dismissal, 3 of its second 200 gotos blocked at e0f49ad)."""
+tried again), or the dialog's own art moving. Nothing is reset: the back key is pressed next, once a showing, and
+the try is credited only if the showing then closes (a chain after all: the next showing starts with it)."""
 
 
 def _another(before: Any, after: Any, box: tuple[int, int, int, int], share: float = CHAIN_SHARE) -> bool:
