@@ -214,8 +214,9 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     guard = guard_of(nav)
     ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
     chained, changed, back_due = 0, None, False
-    for _ in range(min(dialogs.tries, SHOWING_TRIES) + CLOSER_TRIES + DISMISS_TRIES + 1):  # (+1: QUIET_CHAIN's back)
-        if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + CLOSER_TRIES + DISMISS_TRIES + 1:
+    known = CLOSER_TRIES + DISMISS_TRIES + 1  # (tries beside the search's own; +1: QUIET_CHAIN's back key)
+    for _ in range(min(dialogs.tries, SHOWING_TRIES) + known):
+        if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + known:
             break
         ctx.checkpoint()
         action = next_try(dialogs.known, dialog, tries, lambda: nav.last_frame,

@@ -367,12 +367,12 @@ A fill of 0.8 took a figure standing on the panel's top edge for part of it (gam
 height, the figure's sway then read as the dialog changing)."""
 
 
-def _rectangles(frame: np.ndarray, least: float | None = None, *, colour: bool = False,
-                fill: float = 0.8) -> list[tuple[int, int, int, int]]:
-    """Near-rectangular outlines on `frame` (x1, y1, x2, y2), at least BAND_SHARE of it (or `least` pixels), that fill
-    `fill` of their bounding box. `colour`: edges found in each colour channel (EDGE_LEVELS), else on the grey image
-    (the explorer's regions): a panel can differ from the page around it by its hue more than by its brightness
-    (generated game 6: an olive panel on a green page, 6 grey levels apart and 8 to 12 in each channel)."""
+def _outlines(frame: np.ndarray, least: float | None = None, *,
+              colour: bool = False) -> list[tuple[tuple[int, int, int, int], float]]:
+    """Outlines on `frame` whose bounding box (x1, y1, x2, y2) covers at least BAND_SHARE of it (or `least` pixels),
+    each with the share of that box it fills. `colour`: edges found in each colour channel (EDGE_LEVELS), else on
+    the grey image (the explorer's regions): a panel can differ from the page around it by its hue more than by its
+    brightness (generated game 6: an olive panel on a green page, 6 grey levels apart and 8 to 12 in each channel)."""
     if colour and frame.ndim == 3:
         blurred = cv2.GaussianBlur(frame, (3, 3), 0)
         edges = np.zeros(frame.shape[:2], np.uint8)
@@ -384,13 +384,18 @@ def _rectangles(frame: np.ndarray, least: float | None = None, *, colour: bool =
     edges = cv2.dilate(edges, np.ones((3, 3), np.uint8))
     contours, _ = cv2.findContours(edges, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
     h, w = frame.shape[:2]
+    smallest = BAND_SHARE * w * h if least is None else least
     found = []
     for contour in contours:
         x, y, bw, bh = cv2.boundingRect(contour)
-        smallest = BAND_SHARE * w * h if least is None else least
-        if smallest <= bw * bh <= PANEL_SHARE[1] * w * h and cv2.contourArea(contour) >= fill * bw * bh:
-            found.append((x, y, x + bw, y + bh))  # (an outline that fills its box: a rectangle)
+        if smallest <= bw * bh <= PANEL_SHARE[1] * w * h:
+            found.append(((x, y, x + bw, y + bh), cv2.contourArea(contour) / (bw * bh)))
     return found
+
+
+def _rectangles(frame: np.ndarray, least: float | None = None) -> list[tuple[int, int, int, int]]:
+    """Near-rectangular outlines on `frame` (the grey image's): those that fill 0.8 of their box."""
+    return [box for box, fill in _outlines(frame, least) if fill >= 0.8]
 
 
 def panel_box(frame: np.ndarray) -> Area | None:
@@ -401,8 +406,10 @@ def panel_box(frame: np.ndarray) -> Area | None:
     h, w = frame.shape[:2]
     small = cv2.resize(frame, (max(1, w // 2), max(1, h // 2)), interpolation=cv2.INTER_AREA)
     sw, sh = small.shape[1], small.shape[0]
-    rects = _rectangles(small, colour=True)  # (the bands; the panel itself fills RECT_FILL of its box)
-    panels = [r for r in _rectangles(small, colour=True, fill=RECT_FILL) if (r[2] - r[0]) * (r[3] - r[1]) >= PANEL_SHARE[0] * sw * sh
+    outlines = _outlines(small, colour=True)
+    rects = [r for r, fill in outlines if fill >= 0.8]  # (the bands; the panel itself fills RECT_FILL of its box)
+    panels = [r for r, fill in outlines if fill >= RECT_FILL
+              and (r[2] - r[0]) * (r[3] - r[1]) >= PANEL_SHARE[0] * sw * sh
               and 0.2 * sw < (r[0] + r[2]) / 2 < 0.8 * sw and 0.2 * sh < (r[1] + r[3]) / 2 < 0.8 * sh]
     if not panels:
         return None
