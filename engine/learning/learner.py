@@ -186,15 +186,18 @@ class Learner:
         if getattr(popup, "learned", None) and frame is not None:
             self.watch = Watch(popup.name, obs.page, frame)
 
-    def looked(self, ctx: Any, obs: Any, frame: np.ndarray) -> bool:
-        """Every look: a known page without popups is kept as a frame a crop must not match; the first look after
+    def looked(self, ctx: Any, obs: Any, frame: np.ndarray,
+               went: Callable[[str, str | None], bool] = lambda source, here: True) -> bool:
+        """Every look: a known page's frame without popups, left by a link that went where it leads (`went(source,
+        here)`: the navigator's engine.navigation.through; a crash or a restart leads elsewhere from under a dialog
+        too), is kept as a frame a crop must not match; the first look after
         a lesson's tap judges it (a known page without popups, and what was tapped gone from around the point: it
         worked and is proposed; anything else: dropped); the first look after a learned popup's dismissal judges
         that. True when the graph changed (a popup accepted or demoted): the frame must be observed again."""
         covered = getattr(obs, "cover", None) is not None
         if obs.page is not None and not obs.popups and not covered:
-            if self.candidate is not None and self.candidate[0] != obs.page:
-                _keep(self.known, *self.candidate)  # a tap on it went through: nothing unknown covered it
+            if self.candidate is not None and self.candidate[0] != obs.page and went(self.candidate[0], obs.page):
+                _keep(self.known, *self.candidate)  # its link went through: nothing unknown covered it
             self.candidate = (obs.page, frame)
         else:
             self.candidate = None

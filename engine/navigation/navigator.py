@@ -46,6 +46,7 @@ from engine.navigation.recovery import (explain, first_link, landed, misled_befo
                                         swallowed, uncover)
 from engine.navigation.routes import canonical_page, home_buttons
 from engine.navigation.search import SHOWING_TRIES, Dialogs
+from engine.navigation.through import Through
 from engine.navigation.verdict import describe, diff
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ class Navigator:
         self._last_expected: tuple[str | None, bool] | None = None
         self._verified: tuple[Observation, int | None] | None = None  # a verifying look, the action count then
         self._looked_at: int | None = None  # the action count at the last look
-        self._clean: tuple[str, np.ndarray, int] | None = None  # a page's frame, clean if an action leaves the page
+        self._clean: tuple[str, np.ndarray, int] | None = None  # a page's frame, clean if its link goes through
+        self.through = Through(lambda: self.actuator.performed)  # the last hop (navigation.through)
         self.home_buttons, self.learner, self.dialogs = home_buttons(graph), learner, Dialogs(search)
         self.misled: dict[tuple[str, str, str], int] = {}  # hops per link that showed an unknown screen (recovery)
 
@@ -331,6 +333,7 @@ class Navigator:
             raise Stuck(reason, page=obs.page)
         ctx.record("action", hop=ctx.hops, source=obs.page, to=link.to, action=link.action.model_dump())
         self.act(ctx, link.action, obs)
+        self.through.tapped(obs.page, (link.to, link.expected_page))
         detectors.last_tap[key] = ctx.clock()
 
     def _debounce(self, ctx: RunContext, link: Link) -> bool:
@@ -381,7 +384,7 @@ class Navigator:
         else:
             ctx.keep_frame(frame)
             obs = self.observer.observe(frame, expected=expected, near=near)
-        if self.learner is not None and self.learner.looked(ctx, obs, frame):  # the graph grew or shrank (learning)
+        if self.learner is not None and self.learner.looked(ctx, obs, frame, self.through.went):  # (learning)
             obs = self.observer.observe(frame, expected=expected, near=near)
         self._reference(obs, frame, same or previous is not None and self.last_observation is not None and
                         self.last_observation.page == obs.page)
@@ -392,11 +395,10 @@ class Navigator:
         return obs
 
     def _reference(self, obs: Observation, frame: np.ndarray, held: bool = True) -> None:
-        """A page's frame is clean once an action led from it to another page: the observer keeps it as its reference.
-        Only a frame `held` (still since the look before, or named alike by it): a reference cut from a cross-fade
-        half drawn called every later clean frame of the page covered (generated game 4: 5 gotos of 200 stuck)."""
+        """A page's frame `held` (still since the look before, or named alike by it: not a cross-fade half drawn) on
+        which its link went through (navigation.through) is the observer's reference of it (engine.observe.cover)."""
         kept, performed = self._clean, self.actuator.performed
-        if kept is not None and obs.page is not None and obs.page != kept[0] and performed > kept[2]:
+        if kept is not None and obs.page != kept[0] and performed > kept[2] and self.through.went(kept[0], obs.page):
             getattr(self.observer, "remember", lambda *_: None)(kept[0], kept[1])
         clean = held and obs.page is not None and not (obs.popups or obs.covered or obs.loading or obs.ambiguous)
         self._clean = (obs.page, frame, performed) if clean else None

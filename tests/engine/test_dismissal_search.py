@@ -396,3 +396,37 @@ def test_a_back_key_that_led_to_another_dialog_is_tried_again_on_that_one(nokey)
     tries = [s["action"] for s in steps if s["kind"] == "search_try"]
     assert tries[:1] == [{"type": "key", "key": "back"}], tries
     assert result.data["dialogs_closed"][-1]["rung"] == "search", result.data["dialogs_closed"]
+
+
+def test_a_crash_from_under_a_dialog_does_not_make_the_frame_under_it_the_pages_clean_one(nokey):
+    """A page first seen under a dialog its own signatures cannot tell is there (no clean reference yet, nothing
+    dimmed) looks clean; then the game crashes back to its start screen. Another page came after an action, but
+    the action did not go through: that frame is no clean frame of the page, neither the observer's reference (every
+    later frame with the dialog over the page would look clean against it) nor a frame the learner measures crops
+    against (generated game 6, no key: 12 of the 15 frames kept showed a dialog, and the dialog was never learned,
+    its crop "firing on known pages"). A link that goes through is what makes a frame clean."""
+    open_, game, _, _, _ = nokey
+    session = open_("learning: {mode: propose}\n")
+    panel = np.full((280, 520, 3), (70, 64, 60), np.uint8)
+    panel[:44] = (150, 120, 60)
+    cv2.putText(panel, "NOTICE", (190, 32), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (255, 255, 255), 2)
+    dialog = Overlay("undimmed", panel, (380, 220), (860, 220, 900, 260))  # drawn without dimming the page
+    game.goto("page_reward")
+    game.show_overlay(dialog)
+    state = session.tools.alas_state()
+    assert state.status == "verified" and "page_reward" in state.text, state.text  # nothing tells the dialog yet
+    tap, taps = game.tap, []
+
+    def crashes(x, y, *args, **kwargs):  # the hop's tap: the game crashes to its start screen instead
+        taps.append((x, y))
+        return game.restart() if len(taps) == 1 else tap(x, y, *args, **kwargs)
+
+    game.tap = crashes
+    result = session.tools.alas_goto("page_main")
+    assert result.ok and game.truth()["page"] == "page_main", result.text
+    assert taps and "page_reward" not in session.observer.references
+    assert "page_reward" not in session.navigator.learner.known
+    game.tap = tap
+    assert session.tools.alas_goto("page_reward").ok and session.tools.alas_state().ok  # seen clean and held,
+    assert session.tools.alas_goto("page_main").ok  # then left by its link: clean
+    assert "page_reward" in session.observer.references and "page_reward" in session.navigator.learner.known
