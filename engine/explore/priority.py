@@ -67,12 +67,18 @@ def colour_of(frame: np.ndarray, area: Area) -> np.ndarray | None:
 def one_plate(frame: np.ndarray, a: Area, b: Area, colour_a: np.ndarray, colour_b: np.ndarray) -> bool:
     """Whether areas `a` and `b` are pieces of one plate: on one band (BAND_OVERLAP of the lower one's height), of
     one colour, joined by pixels of that colour on the band (around the words that cut the plate; a stretch of
-    backdrop between two buttons parts them)."""
+    backdrop between two buttons parts them). Where that colour is the backdrop's (it goes on above and below the
+    band: bare words on the page, their glyphs cut apart), the pieces are one only as the glyphs of one word are,
+    less than a glyph's height apart: the backdrop joins every bare word of a row, and a hub's bare words were put
+    off behind the first that led somewhere (generated seed 12: page_oasis, behind one of them, tapped at its 331st
+    action of 343, and nine pages behind it never found)."""
     low, high = max(a[1], b[1]), min(a[3], b[3])
     if high - low < BAND_OVERLAP * min(a[3] - a[1], b[3] - b[1]) or \
             float(np.abs(colour_a - colour_b).max()) > COLOUR_NEAR or frame.ndim != 3:
         return False
     x1, x2 = max(0, min(a[0], b[0])), max(a[2], b[2])
+    if _open(frame, (x1, low, x2, high), colour_a):
+        return max(a[0], b[0]) - min(a[2], b[2]) < min(a[3] - a[1], b[3] - b[1])
     band = frame[max(0, low):high, x1:x2].astype(np.int16)
     plate = (np.abs(band - colour_a.astype(np.int16)).max(axis=2) <= COLOUR_NEAR).astype(np.uint8)
     if not plate.any():
@@ -86,6 +92,17 @@ def one_plate(frame: np.ndarray, a: Area, b: Area, colour_a: np.ndarray, colour_
 
     first = label(a)
     return first > 0 and first == label(b)
+
+
+def _open(frame: np.ndarray, band: Area, colour: np.ndarray) -> bool:
+    """Whether `colour` goes on above and below `band` (a band's height each way, at its middle third): the colour
+    of what the band lies on, not of a plate drawn on it."""
+    x1, y1, x2, y2 = band
+    h, third = max(1, y2 - y1), max(1, (x2 - x1) // 3)
+    strips = [frame[max(0, y1 - h):max(0, y1 - h // 2), x1 + third:x2 - third],
+              frame[min(frame.shape[0], y2 + h // 2):y2 + h, x1 + third:x2 - third]]
+    return all(s.size and float(np.mean(np.abs(s.astype(np.int16) - colour.astype(np.int16)).max(axis=2)
+                                        <= COLOUR_NEAR)) >= 0.5 for s in strips)
 
 
 class Priority:

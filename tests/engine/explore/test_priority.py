@@ -149,3 +149,28 @@ def test_once_a_piece_of_a_plate_changed_the_screen_its_other_pieces_wait_and_th
     assert priority.put_off(0, right) and not priority.put_off(0, beside)
     priority.thorough = True
     assert not priority.put_off(0, right)
+
+
+def test_bare_words_on_one_row_are_buttons_of_their_own_and_a_words_glyphs_one_button():
+    """Words written straight on the page's backdrop, two to a row (generated seed 12's hub: each word a button of
+    its own, each glyph a region of its own). The backdrop joins them all along the row, so they were taken for
+    pieces of one plate, and once the first word led somewhere the others waited for the thorough pass (page_oasis,
+    behind the second word of a row, was tapped at the run's 331st action of 343). A word's glyphs, closer than a
+    glyph's height, are still one button."""
+    frame = np.full((SIZE[1], SIZE[0], 3), (52, 30, 18), np.uint8)  # a dark backdrop, a little texture
+    frame[::7, ::5] = (60, 36, 22)
+
+    def glyph(x: int, y: int) -> dict:  # thin strokes in a 40 x 32 box: its median colour is the backdrop's
+        frame[y:y + 3, x:x + 40] = (240, 240, 240)
+        frame[y:y + 32, x + 18:x + 21] = (240, 240, 240)
+        frame[y + 29:y + 32, x + 4:x + 36] = (240, 240, 240)
+        return {"type": "tap", "point": [x + 20, y + 16], "area": [x, y, x + 40, y + 32],
+                "kind": "piece/small/middle/still"}
+
+    first, second, other = glyph(680, 194), glyph(728, 194), glyph(1028, 194)  # "two glyphs", then another word
+    below = glyph(680, 272)
+    priority = Priority()
+    priority.describe(0, frame, [first, second, other, below])
+    priority.saw(0, first, changed=True)
+    assert priority.put_off(0, second)  # the same word
+    assert not priority.put_off(0, other) and not priority.put_off(0, below)
