@@ -357,14 +357,16 @@ BAND_SHARE = 0.005
 """Smallest share of the screen of a band (a title bar, a button row) that extends a panel it lines up with."""
 ALIGN = 6
 """Pixels (half size) within which a band's sides line up with a panel's, and within which it touches it."""
+BAND_FILL = 0.8
+"""Share of its bounding box an outline fills to be a rectangle: a band (a bar, a row) or the explorer's region."""
 EDGE_LEVELS = (20, 40)
 RECT_FILL = 0.9
 """A dialog's panel (panel_box): Canny's thresholds for its outline, per colour channel, and the share of its
-bounding box the outline fills to be one (a band stacked on it, 0.8; the explorer's regions keep the grey image and
-0.8). On the corpus's twelve generated games, each popup shown over a page: 50 of 50 panels found, against 46 with
-(20, 60) on the grey image and a fill of 0.8; clean pages with an outline taken for a panel: 58 of 387, against 70.
-A fill of 0.8 took a figure standing on the panel's top edge for part of it (game 6: the box twice the panel's
-height, the figure's sway then read as the dialog changing)."""
+bounding box the outline fills to be one (a band stacked on it, BAND_FILL; the explorer's regions keep the grey
+image and BAND_FILL). On the corpus's twelve generated games, each popup shown over a page: 50 of 50 panels found,
+against 46 with (20, 60) on the grey image and a fill of 0.8; clean pages with an outline taken for a panel: 58 of
+387, against 70. A fill of 0.8 took a figure standing on the panel's top edge for part of it (game 6: the box twice
+the panel's height, the figure's sway then read as the dialog changing)."""
 
 
 def _outlines(frame: np.ndarray, least: float | None = None, *,
@@ -394,8 +396,8 @@ def _outlines(frame: np.ndarray, least: float | None = None, *,
 
 
 def _rectangles(frame: np.ndarray, least: float | None = None) -> list[tuple[int, int, int, int]]:
-    """Near-rectangular outlines on `frame` (the grey image's): those that fill 0.8 of their box."""
-    return [box for box, fill in _outlines(frame, least) if fill >= 0.8]
+    """Near-rectangular outlines on `frame` (the grey image's): those that fill BAND_FILL of their box."""
+    return [box for box, fill in _outlines(frame, least) if fill >= BAND_FILL]
 
 
 def panel_box(frame: np.ndarray) -> Area | None:
@@ -407,7 +409,7 @@ def panel_box(frame: np.ndarray) -> Area | None:
     small = cv2.resize(frame, (max(1, w // 2), max(1, h // 2)), interpolation=cv2.INTER_AREA)
     sw, sh = small.shape[1], small.shape[0]
     outlines = _outlines(small, colour=True)
-    rects = [r for r, fill in outlines if fill >= 0.8]  # (the bands; the panel itself fills RECT_FILL of its box)
+    rects = [r for r, fill in outlines if fill >= BAND_FILL]  # (the bands; the panel itself fills RECT_FILL of its box)
     panels = [r for r, fill in outlines if fill >= RECT_FILL
               and (r[2] - r[0]) * (r[3] - r[1]) >= PANEL_SHARE[0] * sw * sh
               and 0.2 * sw < (r[0] + r[2]) / 2 < 0.8 * sw and 0.2 * sh < (r[1] + r[3]) / 2 < 0.8 * sh]
