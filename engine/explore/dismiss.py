@@ -24,6 +24,7 @@ from engine.navigation.dismissal import (  # noqa: F401 - re-exported: the searc
     VISIBLE_FAILS,
     spot_failures,
 )
+from engine.observe.spots import panel_box
 
 
 def options(popup: PopupNode, frame: np.ndarray | None, box: Area | None = None
@@ -36,6 +37,78 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter, frame: C
              box_of: Callable[[PopupNode], Area] = lambda p: p.box) -> dict[str, Any] | None:
     """The search's next try (engine.navigation.dismissal.next_try) over the explorer's regions."""
     return dismissal.next_try(popups, popup, tries, frame, box_of, spots=regions)
+
+
+class Showing:
+    """One showing of a popup: the tries on it, and the chain rules the navigator's search keeps (engine.navigation.
+    dismissal.CHAIN_SHARE): a try after which the popup's box changed over CHAIN_SHARE closed it, another in its place
+    that the atlas takes for the same popup (the tries start afresh, at most CHAIN_MAX times); one after which it
+    changed over LOOK_SHARE only is the quiet chain (a dialog on a panel of nearly the same colour: the back key next,
+    once, and the try credited if the showing then closes). Generated game 7 under chaos: a cross, then a dialog only
+    the back key closes, on one panel; the cross counted as failed and the back key never pressed again, every
+    showing after spent in vain and the game restarted."""
+
+    def __init__(self) -> None:
+        self.tries: Counter = Counter()
+        self.chains = 0
+        self.changed: str | None = None
+        self.back_due = False
+
+    def stayed(self, popup: PopupNode, action: dict[str, Any], before: np.ndarray | None, after: np.ndarray | None,
+               box: Area) -> None:
+        """`action` left `popup` showing, as the atlas tells; the frames before and after tell a chain."""
+        key = dismissal.action_key(action)
+        self.tries[key] += 1
+        if self.chains < dismissal.CHAIN_MAX and dismissal.another(before, after, box):
+            self.chains += 1
+            popup.closed[key] += 1
+            popup.dismiss = popup.dismiss or {k: v for k, v in action.items() if k in ("type", "key", "point")}
+            self.tries, self.changed, self.back_due = Counter(), None, False
+        elif self.changed is None and dismissal.another(before, after, box, dismissal.LOOK_SHARE):
+            self.changed, self.back_due = key, key != "key:back"
+
+    def ended(self, popups: list[PopupNode], before: Any, here: Any) -> Showing:
+        """A new showing, from `before` (the explorer's engine.explore.atlas.Here) to `here`: a popup it leaves closed
+        (the page under it shows, or another popup over that page, as the atlas tells) credits the quiet chain's try."""
+        if before.kind == "popup" and self.changed is not None:
+            popup = popups[before.popup]
+            if here.kind == "page" and here.page in popup.over or here.kind == "popup" and here.page == before.page:
+                popup.closed[self.changed] += 1
+        return Showing()
+
+    def next(self, popups: list[PopupNode], popup: PopupNode, frame: Callable[[], np.ndarray | None],
+             box_of: Callable[[PopupNode], Area]) -> dict[str, Any] | None:
+        if self.back_due:
+            self.back_due = False
+            return {"type": "key", "key": "back"}
+        return next_try(popups, popup, self.tries, frame, box_of)
+
+
+def first_tries(popup: PopupNode | None, frame: np.ndarray, actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A new page's actions, reordered in case it is a popup over a page never seen without it: a known popup shown
+    there (Panels.showing), what closed it first; else, a dialog's panel on it, the search's tries (panel_first)."""
+    if popup is None:
+        return panel_first(frame, actions)
+    closers = [a for a in map(dismissal.key_action, (k for k, _ in popup.closed.most_common(2))) if a]
+    return closers + [a for a in actions if dismissal.action_key(a) not in popup.closed]
+
+
+def panel_first(frame: np.ndarray, actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A page's first actions when its first frame shows a dialog's panel (engine.observe.spots.panel_box): the taps
+    on the regions the search would try inside it, in the search's order, then the back key, then the rest. Such a
+    page may be a dialog over a page never seen without it, drafted as a page until a way out shows the page under it
+    (engine.explore.atlas.Atlas.fold). Generated game 7 under chaos: a cross dialog over a page first reached was
+    tapped 22 times before its cross, a back-only one 27 times before the back key. A page that only looks like one
+    tries a few of its own taps and its way back first."""
+    box = panel_box(frame)
+    if box is None:
+        return actions
+    taps = [a for a in actions if a.get("type") == "tap"]
+    first = [next(a for a in taps if dismissal.inside(a, area)) for area in regions.within_box(frame, box, limit=6)
+             if any(dismissal.inside(a, area) for a in taps)]  # (a page's tap in each of the search's regions)
+    first += [a for a in actions if a.get("type") == "key" and a.get("key") == "back"]
+    order = list({id(a): a for a in first}.values())
+    return order + [a for a in actions if all(a is not b for b in order)]
 
 
 # ------------------------------------------------------------------ a known popup over a page never seen

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +23,7 @@ import numpy as np
 
 from engine.core.errors import DeviceError
 from engine.explore import dismiss
-from engine.explore.atlas import Atlas, Here, PageNode, action_key, key_action
+from engine.explore.atlas import Atlas, Here, PageNode, action_key
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.priority import Priority, first_order
 from engine.explore.recording import Recording, pack_cells, unpack_cells
@@ -66,15 +65,14 @@ class Explorer:
         self.clock, self.sleep = clock, sleep
         self.atlas = Atlas(Words(reader, lambda rel: self.recording.read(rel) if self.recording is not None else None))
         self.recording: Recording | None = None
-        self.taps = 0
-        self.restarts = 0
+        self.taps, self.restarts = 0, 0
         self.stopped_because = ""
         self._started = clock()
         self._restart_marks = FruitlessRestarts()
         self._last: tuple[Any, str] | None = None
         """The sketch and file of the last frame written."""
-        self._popup_tries: Counter = Counter()
-        """Actions taken on the popup shown now, since it showed."""
+        self._showing, self._frame = dismiss.Showing(), None
+        """The popup shown now: tries since it showed (engine.explore.dismiss.Showing); the last frame, for its chains."""
         self._panels = dismiss.Panels(lambda rel: self.recording.read(rel) if self.recording is not None else None)
         self.repeats = RepeatGuard()
         """The anti-repeat rule (engine.explore.repeats); what it gave up reaches the review."""
@@ -186,9 +184,7 @@ class Explorer:
                                                      self.atlas.pages[came_by[0]].results.get(came_by[1], ()))
                 page.actions = first_order(page.actions, came_by[1] if came_by else None, detour)
                 popup = self._panels.showing(self.atlas.popups, self.atlas.pages, frame)
-                if popup is not None:  # a known popup over a page never seen: what closed it comes first
-                    closers = [a for a in map(key_action, (k for k, _ in popup.closed.most_common(2))) if a]
-                    page.actions = closers + [a for a in page.actions if action_key(a) not in popup.closed]
+                page.actions = dismiss.first_tries(popup, frame, page.actions)  # a popup over a page never seen?
 
     def _do(self, action: dict[str, Any]) -> Here:
         """Act, wait for the screen to settle, record, learn."""
@@ -229,9 +225,11 @@ class Explorer:
         came_by = self._came_by(action)
         here = self._absorb(action, settled.sketch, entry["frame"], transients, settled.moving, self.clock() - started)
         if here.kind == "popup" and before.kind == "popup" and before.popup == here.popup:
-            self._popup_tries[action_key(action)] += 1
+            popup = self.atlas.popups[here.popup]
+            self._showing.stayed(popup, action, self._frame, settled.frame, self._panels.box(popup, self.atlas.pages))
         else:
-            self._popup_tries = Counter()  # a new showing
+            self._showing = self._showing.ended(self.atlas.popups, before, here)  # a new showing
+        self._frame = settled.frame
         self._prepare(settled.frame, came_by)
         return here
 
@@ -439,8 +437,8 @@ class Explorer:
     def _dismiss(self, here: Here) -> dict[str, Any] | None:
         """The next way to close the popup shown now (engine.explore.dismiss), else a restart."""
         popup = self.atlas.popups[here.popup]
-        action = dismiss.next_try(self.atlas.popups, popup, self._popup_tries, lambda: self._popup_frame(popup),
-                                  lambda p: self._panels.box(p, self.atlas.pages))
+        action = self._showing.next(self.atlas.popups, popup, lambda: self._popup_frame(popup),
+                                    lambda p: self._panels.box(p, self.atlas.pages))
         if action is not None:
             return action
         popup.failures += 1

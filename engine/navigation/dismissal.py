@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from engine.core.stuck import changed_share
+
 from engine.observe import spots as default_spots
 
 Area = tuple[int, int, int, int]
@@ -212,3 +214,42 @@ def next_try(popups: list[Any], popup: Any, tries: Counter, frame: Callable[[], 
         if tries[action_key(option)] == 0:
             return option
     return None
+
+
+# ------------------------------------------------------------------ a dialog replaced by another (a chain)
+
+LOOK_STEP = 4
+"""A dialog's look is every LOOK_STEP-th pixel of its box, each way (a 940x670 panel: 120 KB)."""
+LOOK_LEVELS = 40
+LOOK_SHARE = 0.002
+"""Share of a dialog's look (by more than LOOK_LEVELS) that may differ for a frame to show the same dialog. Two dialogs
+on one panel differ by their title and buttons: 1.8 % for "Notice" with DETAILS against "Daily login" with OK
+(tests/engine/new_dialog.py's 500x300 panel), 0.45 % for one title word against another on the same panel and
+buttons; one dialog shown again, over whatever page, differs by nothing but what moves on it. Dialogs taken for one
+share their failures (a button of one left out); one dialog taken for two only searches afresh."""
+
+CHAIN_MAX = 2
+"""Dialogs of one chain after the first, in one showing (the generated games chain two or three). Bounded: a page
+whose own art moves inside the box must not make every try look like a closing. Only over a cover or an unknown
+screen: where a page stays recognised and swallows the taps (the navigator's `panel`), the box is what differs from
+the page, moving art included (generated game 1: every try there counted as a closing and the showing's budget never
+ran out, 7 gotos of 88 timed out)."""
+CHAIN_LEVELS, CHAIN_SHARE = 40, 0.03
+"""A try after which this share of a dialog's box changed by more than CHAIN_LEVELS closed it, another dialog in its
+place (a chain: a cross, then a dialog only the back key closes). A title, a text and a button redrawn on a panel of
+its own colour change this much; a tap on nothing changes nothing. Not told: the next dialog on a panel of a colour
+under CHAIN_LEVELS apart with another title and no cross (generated game 7: 0.6 % of its box): a more sensitive
+rule (a fifth of a percent at 40 levels, or 3 % at 16) mended game 7 and broke game 8 (page changes and stacked
+dialogs taken for chains, their tries reset and the wrong tap kept as the dismissal: 2 or 3 of its first 17 gotos
+blocked, bisected on 2026-12-06). That change is the quiet chain's: more than LOOK_SHARE of the box changed, the
+back key is pressed next, once a showing, and the try is credited only if the showing then closes (the navigator's
+engine.navigation.search.QUIET_CHAIN, the explorer's engine.explore.dismiss.Showing)."""
+
+
+def another(before: Any, after: Any, box: tuple[int, int, int, int], share: float = CHAIN_SHARE) -> bool:
+    """Whether the dialog in `box` was replaced by another between frames `before` and `after` (more than `share`
+    of it changed by CHAIN_LEVELS)."""
+    if before is None or after is None or before.shape != after.shape:
+        return False
+    x1, y1, x2, y2 = box
+    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, CHAIN_LEVELS) > share

@@ -19,12 +19,17 @@ from engine.config.schema import KeyAction, TapAction
 from engine.config.words import says, spending
 from engine.core.stuck import changed_share
 from engine.navigation.dismissal import (
+    CHAIN_MAX,
     CLOSER_TRIES,
     DISMISS_TRIES,
     SAME_BOX,
+    LOOK_LEVELS,
+    LOOK_SHARE,
+    LOOK_STEP,
     SHOWING_TRIES,
     Dialog,
     action_key,
+    another,
     box_match,
     key_action,
     next_try,
@@ -82,24 +87,11 @@ class Dialogs:
         return dialog
 
 
-LOOK_STEP = 4
-"""A dialog's look is every LOOK_STEP-th pixel of its box, each way (a 940x670 panel: 120 KB)."""
-
-
 def _look(frame: Any, box: tuple[int, int, int, int]) -> Any:
     if frame is None:
         return None
     x1, y1, x2, y2 = (max(0, int(v)) for v in box)
     return frame[y1:y2:LOOK_STEP, x1:x2:LOOK_STEP].copy()
-
-
-LOOK_LEVELS = 40
-LOOK_SHARE = 0.002
-"""Share of a dialog's look (by more than LOOK_LEVELS) that may differ for a frame to show the same dialog. Two dialogs
-on one panel differ by their title and buttons: 1.8 % for "Notice" with DETAILS against "Daily login" with OK
-(tests/engine/new_dialog.py's 500x300 panel), 0.45 % for one title word against another on the same panel and
-buttons; one dialog shown again, over whatever page, differs by nothing but what moves on it. Dialogs taken for one
-share their failures (a button of one left out); one dialog taken for two only searches afresh."""
 
 
 def alike(dialog: Dialog, frame: Any) -> bool:
@@ -208,7 +200,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     box = panel or dialog_box(nav, obs)
     shown = nav.observer.prepare(nav.last_frame)
     backed, dialogs.backed = dialogs.backed, None
-    pressed = panel is None and (backed is None or not _another(nav.observer.prepare(backed), shown, box))
+    pressed = panel is None and (backed is None or not another(nav.observer.prepare(backed), shown, box))
     dialog, tries, taken = dialogs.of(box, shown), Counter({"key:back": int(pressed)}), []  # (back: the ladder's)
     label = lesson_label(obs)
     guard = guard_of(nav)
@@ -245,7 +237,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         if not blocked(obs) and not (panel and unblocked(obs)):
             return obs, None  # a known popup, a loading screen: the navigator judges it
         pair = [nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)]
-        if panel is None and chained < CHAIN_MAX and _another(*pair, box):
+        if panel is None and chained < CHAIN_MAX and another(*pair, box):
             chained += 1  # it closed, and the next of a chain came in its place: that one is searched afresh
             dialog.closed[key] += 1
             dialog.dismiss = plain
@@ -255,7 +247,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             dialog, tries = dialogs.of(box, shown), Counter()  # (the ladder's back key was tried on the one before)
             changed = None
             ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
-        elif panel is None and changed is None and _another(*pair, box, LOOK_SHARE):
+        elif panel is None and changed is None and another(*pair, box, LOOK_SHARE):
             changed, back_due = key, key != "key:back"  # (QUIET_CHAIN: the back key on what came in its place)
             ctx.record(QUIET_CHAIN, dialog=dialog.id, by=plain)
     dialog.failures += 1
@@ -263,38 +255,12 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     return obs, None
 
 
-CHAIN_MAX = 2
-"""Dialogs of one chain after the first, in one showing (the generated games chain two or three). Bounded: a page
-whose own art moves inside the box must not make every try look like a closing. Only over a cover or an unknown
-screen: where a page stays recognised and swallows the taps (`panel`), the box is what differs from the page,
-moving art included (generated game 1: every try there counted as a closing and the showing's budget never ran
-out, 7 gotos of 88 timed out)."""
-
-
-CHAIN_LEVELS, CHAIN_SHARE = 40, 0.03
-"""A try after which this share of a dialog's box changed by more than CHAIN_LEVELS closed it, another dialog in its
-place (a chain: a cross, then a dialog only the back key closes). A title, a text and a button redrawn on a panel of
-its own colour change this much; a tap on nothing changes nothing. Not told: the next dialog on a panel of a colour
-under CHAIN_LEVELS apart with another title and no cross (generated game 7: 0.6 % of its box): a more sensitive
-rule (a fifth of a percent at 40 levels, or 3 % at 16) mended game 7 and broke game 8 (page changes and stacked
-dialogs taken for chains, their tries reset and the wrong tap kept as the dismissal: 2 or 3 of its first 17 gotos
-blocked, bisected on 2026-12-06). That change is QUIET_CHAIN's."""
-
 QUIET_CHAIN = "search_changed"
 """A try after which the dialog no longer looks as it did (more than LOOK_SHARE of its box changed), short of a chain:
 the next dialog of a chain on a panel nearly the colour of the first (generated game 7: a cross, then a dialog only
 the back key closes; 21 of 400 no-key gotos failed at d787796, the cross counted as failed and the back key never
 tried again), or the dialog's own art moving. Nothing is reset: the back key is pressed next, once a showing, and
 the try is credited only if the showing then closes (a chain after all: the next showing starts with it)."""
-
-
-def _another(before: Any, after: Any, box: tuple[int, int, int, int], share: float = CHAIN_SHARE) -> bool:
-    """Whether the dialog in `box` was replaced by another between frames `before` and `after` (more than `share`
-    of it changed by CHAIN_LEVELS)."""
-    if before is None or after is None or before.shape != after.shape:
-        return False
-    x1, y1, x2, y2 = box
-    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, CHAIN_LEVELS) > share
 
 
 def _shows(nav: Any, panel: tuple[int, int, int, int], outline: bool, page: str | None) -> bool:

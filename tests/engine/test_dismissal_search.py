@@ -307,7 +307,7 @@ def test_a_chain_of_a_cross_then_a_dialog_only_the_back_key_closes_is_searched_c
     closed the one before, and the back key may be tried again (over a page dimmed beneath: a cover, as in game 7).
     The second dialog differs from the first by its title and the cross it lacks, on a panel of its own colour, or
     one only 20 levels apart (NEAR_COLOURS, as game 7's: too little changes for a chain,
-    engine.navigation.search.CHAIN_SHARE, but the dialog no longer looks as it did: QUIET_CHAIN, the back key next).
+    engine.navigation.dismissal.CHAIN_SHARE, but the dialog no longer looks as it did: QUIET_CHAIN, the back key next).
     The next showing starts with what closed the first of the chain."""
     open_, game, _, _, _ = nokey
     session = open_("learning: off\n")

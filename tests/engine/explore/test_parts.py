@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import cv2
 import numpy as np
 import pytest
 from conftest import GOOD
@@ -250,7 +251,7 @@ def test_what_closed_one_popup_is_tried_first_on_another_whose_box_holds_it(scre
                              PopupNode(1, (0, 0, 80, 80), dismiss=far, closed=Counter([action_key(far)])),
                              PopupNode(2, (560, 240, 1200, 720), members=["frames/000001.png"])]
     assert explorer._dismiss(Here("popup", 0, 2)) == closed
-    explorer._popup_tries[action_key(closed)] += 1
+    explorer._showing.tries[action_key(closed)] += 1
     assert explorer._dismiss(Here("popup", 0, 2)) == {"type": "key", "key": "back"}
 
 
@@ -355,7 +356,7 @@ def test_each_showing_retries_what_is_visible_and_goes_on_with_the_grid_where_it
     for _ in range(SHOWING_TRIES):
         action = explorer._dismiss(Here("popup", 0, 1))
         answers.append(action_key(action))
-        explorer._popup_tries[answers[-1]] += 1
+        explorer._showing.tries[answers[-1]] += 1
     assert answers[:len(visible)] == [action_key(a) for a in visible]
     assert action_key(grid[0]) not in answers and action_key(grid[1]) in answers
 
@@ -825,3 +826,82 @@ def test_on_a_dead_end_with_pages_left_to_sweep_elsewhere_the_explorer_restarts_
     hub.tried[action_key(door)], hub.results[action_key(door)] = 2, Counter({("page", end.id): 2})
     assert explorer.atlas.here.page == end.id and not explorer.atlas.leaves(end.id)
     assert explorer._choose() == {"type": "restart"} and not explorer.stopped_because
+
+
+def _dialog_over(page: np.ndarray, title: str, panel=(44, 40, 64), cross: bool = True) -> np.ndarray:
+    """`page` dimmed under a dialog's panel (an outlined box in the middle) with a title and, `cross`, a small cross
+    in its bottom right corner (generated game 7's look)."""
+    frame = (page * 0.35).astype(np.uint8)
+    cv2.rectangle(frame, (248, 184), (1032, 536), panel, -1)
+    cv2.rectangle(frame, (248, 184), (1032, 536), (220, 150, 230), 2)
+    cv2.putText(frame, title, (560, 240), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (235, 240, 240), 2)
+    if cross:
+        cv2.line(frame, (984, 488), (1020, 524), (250, 250, 250), 4)
+        cv2.line(frame, (1020, 488), (984, 524), (250, 250, 250), 4)
+    return frame
+
+
+def _plain_page() -> np.ndarray:
+    page = np.full((720, 1280, 3), 24, np.uint8)
+    for i, colour in enumerate([(120, 40, 30), (40, 120, 60), (30, 60, 140)]):
+        page[100 + 150 * i:160 + 150 * i, 80:320] = colour  # three buttons on the left
+    cv2.putText(page, "FIELD", (900, 60), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (200, 200, 200), 2)
+    return page
+
+
+def test_a_try_that_redraws_a_dialog_on_its_own_panel_is_a_chain_and_the_back_key_comes_again():
+    """Generated game 7 under chaos: a cross closes a dialog and the next of its chain, which only the back key closes,
+    comes on a panel of nearly the same colour with another title; the atlas takes both for one popup. Before, the
+    cross counted as failed (left out of every later showing) and the back key, tried once on the first dialog, never
+    again: every showing after was spent and the game restarted. Now, as the navigator's search does: a try after
+    which the box looks otherwise (the quiet chain) brings the back key once more and is credited when the showing
+    closes; a try after which the box is another panel closed it, and the tries start afresh; a try that changed
+    nothing is neither."""
+    from engine.explore.atlas import Here, PopupNode
+    from engine.explore.dismiss import Showing
+
+    page = _plain_page()
+    first, second = _dialog_over(page, "CELLAR"), _dialog_over(page, "OBSIDIAN", cross=False)
+    box = (248, 184, 1033, 537)
+    back, cross, dud = {"type": "key", "key": "back"}, {"type": "tap", "point": [1002, 506]}, \
+        {"type": "tap", "point": [400, 400]}
+    popup = PopupNode(0, box, over={0})
+    showing = Showing()
+    showing.stayed(popup, back, first, first, box)  # the back key does nothing on the first
+    showing.stayed(popup, dud, first, first, box)  # nor a tap on nothing
+    assert showing.next([popup], popup, lambda: first, lambda p: p.box) != back and not showing.changed
+    showing.stayed(popup, cross, first, second, box)  # the cross: the next dialog, another title on the same panel
+    assert showing.next([popup], popup, lambda: second, lambda p: p.box) == back
+    showing.ended([popup], Here("popup", 0, 0), Here("page", 0))  # the back key showed the page under it
+    assert popup.closed == Counter({action_key(cross): 1})
+
+    other = _dialog_over(page, "OBSIDIAN", panel=(150, 110, 40), cross=False)  # another panel in its place
+    popup, showing = PopupNode(1, box, over={0}), Showing()
+    showing.stayed(popup, back, first, first, box)
+    showing.stayed(popup, cross, first, other, box)
+    assert popup.closed == Counter({action_key(cross): 1}) and popup.dismiss == cross
+    assert showing.next([popup], popup, lambda: other, lambda p: p.box) == cross  # afresh: its dismissal, then back
+    assert sum(showing.tries.values()) == 0
+
+
+def test_a_new_page_that_shows_a_dialogs_panel_tries_the_taps_inside_it_and_the_back_key_first():
+    """Under chaos a dialog shows over a page on its first arrival, where no cover tells it from a new page: generated
+    game 7 tapped one's page-wide regions 22 times before its small cross, another 27 times before the back key that
+    alone closes it. A new page whose frame shows a dialog's panel (engine.observe.spots.panel_box) tries the taps the
+    dismissal search would inside it first, then the back key; a page with no panel keeps its own order."""
+    from engine.explore.explorer import Explorer
+
+    page = _plain_page()
+    explorer = Explorer(device=None, folder="unused")
+    _step(explorer, {"type": "screenshot"}, _plain_page()[:, ::-1].copy())  # somewhere else first
+    covered = _step(explorer, {"type": "tap", "point": [60, 40]}, _dialog_over(page, "CELLAR"))
+    box = (248, 184, 1033, 537)
+    first = covered.actions[:[a.get("key") for a in covered.actions].index("back") + 1]
+    assert first[-1] == {"type": "key", "key": "back"} and len(first) <= 7
+    assert all(box[0] <= a["point"][0] < box[2] and box[1] <= a["point"][1] < box[3] for a in first[:-1])
+    assert any(980 <= a["point"][0] <= 1024 and 484 <= a["point"][1] <= 528 for a in first[:-1])  # the cross
+
+    explorer = Explorer(device=None, folder="unused")
+    _step(explorer, {"type": "screenshot"}, _plain_page()[:, ::-1].copy())
+    plain = _step(explorer, {"type": "tap", "point": [60, 40]}, page)
+    assert [a.get("key") for a in plain.actions].index("back") > 3
