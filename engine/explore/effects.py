@@ -42,8 +42,11 @@ It was 8 s: on a game with swaying art every new page cost 8-9 s (seed 101: 25 s
 generated loading screens last 0.6-4 s; one that outlasts this wait is still told by what it does next (it changes
 by itself: a transient on the next visit), as a still one that outlasts QUIET_NEW always was."""
 LONGEST = 30.0
-FAILURES_IN_A_ROW = 5
-"""Screenshots failing in a row (each already retried by the device's policy) before the device counts as gone."""
+FAILURES_IN_A_ROW, GONE_AFTER = 5, 10.0
+"""Screenshots failing in a row (each already retried by the device's policy), over at least GONE_AFTER seconds,
+before the device counts as gone (within `longest` still). A dropped transport comes back in a few seconds once the
+adb server reconnects: counted alone, five quick failures ended a generated game's explore under chaos at its second
+minute ("device offline" while restarting the game, then a screenshot cut short)."""
 
 
 @dataclass
@@ -83,7 +86,7 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
     held_since = still_since = start
     held_frame: np.ndarray | None = None
     held_sketch: Sketch | None = None
-    failures = 0
+    failures, failing_since = 0, start
     motion = Motion(quiet)
     last: tuple[np.ndarray, Sketch] | None = None
 
@@ -103,9 +106,9 @@ def settle(look: Callable[[], np.ndarray], *, before: Sketch | None = None,
             out.black += 1
             frame = None
         except DeviceError as exc:
-            failures += 1
+            failures, failing_since = failures + 1, failing_since if failures else now
             log.debug("screenshot failed while settling: %s", exc)
-            if failures >= FAILURES_IN_A_ROW:
+            if failures >= FAILURES_IN_A_ROW and now - failing_since >= GONE_AFTER:
                 raise
             frame = None
         else:

@@ -158,3 +158,34 @@ def test_a_look_with_the_same_pixels_as_the_one_before_is_not_sketched_or_placed
     out = settle(look, known=known, sleep=clock.sleep, clock=clock.now)
     assert out.frame is not None and looks[0] >= 6
     assert len({id(sk) for sk in asked}) == 2  # one sketch for the first pixels, one for the changed ones
+
+
+def test_a_transport_that_drops_for_a_few_seconds_is_waited_out_and_one_that_stays_gone_ends_the_settle():
+    """Under chaos the device's transport drops (the adb server shows it offline and reconnects): a generated game's
+    explore ended at its second minute on five quick failures in a row. Failures count as the device gone only once
+    they last GONE_AFTER seconds as well; a device that never comes back still ends the wait inside `longest`."""
+    import pytest
+
+    from engine.core.errors import DeviceError
+    from engine.explore.effects import FAILURES_IN_A_ROW, GONE_AFTER
+
+    clock, base, calls = Clock(), page(), [0]
+
+    def flaky():  # offline for about three seconds, then back
+        calls[0] += 1
+        if clock.t < 3.0:
+            raise DeviceError("device offline")
+        return base
+
+    done = settle(flaky, sleep=clock.sleep, clock=clock.now)
+    assert done.frame is not None and calls[0] > FAILURES_IN_A_ROW
+
+    clock.t, calls[0] = 0.0, 0
+
+    def gone():
+        calls[0] += 1
+        raise DeviceError("device offline")
+
+    with pytest.raises(DeviceError):
+        settle(gone, sleep=clock.sleep, clock=clock.now)
+    assert GONE_AFTER <= clock.t <= LONGEST and calls[0] >= FAILURES_IN_A_ROW
