@@ -20,6 +20,7 @@ from engine.navigation.dismissal import (  # noqa: F401 - re-exported: the searc
     DISMISS_TRIES,
     FAILED_TRIES,
     FAMILY_FAILURES,
+    OWN_CLOSERS,
     SHOWING_TRIES,
     VISIBLE_FAILS,
     spot_failures,

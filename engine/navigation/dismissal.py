@@ -47,6 +47,11 @@ CLOSER_TRIES = 3
 and from its own dismissal's DISMISS_TRIES. Those retries once counted here: generated game 7 under chaos, three
 dialogs on one panel taken for one popup (the back key, one cross, another), spent the back key twice and the other
 cross once, never reached its own cross, and restarted the game on half of its showings."""
+OWN_CLOSERS = 5
+"""Up to this many of what closed this very dialog before are tried, each once, when it has more than CLOSER_TRIES
+of them: a game draws many dialogs on one panel, and what the explorer takes for one popup may be four, each closed
+by its own cross or button (generated game 6 under chaos: four crosses and an OK on one panel, the three closers
+seen most often tried on every showing, the fourth and fifth never: a restart on most showings)."""
 VISIBLE_FAILS = 2
 """Tries of a visible option (the back key, a region) on a family that left it open before it is left out."""
 CORNER_INSET = 12
@@ -198,7 +203,8 @@ def next_try(popups: list[Any], popup: Any, tries: Counter, frame: Callable[[], 
         if other in alike:
             like.update(other.closed)
     own_key = action_key(popup.dismiss) if popup.dismiss is not None else None
-    if sum(1 for k in closing if tries[k] and k != own_key) < CLOSER_TRIES:  # its own, then a like box's, then any
+    limit = max(CLOSER_TRIES, min(OWN_CLOSERS, sum(1 for k in popup.closed if k != own_key)))
+    if sum(1 for k in closing if tries[k] and k != own_key) < limit:  # its own, then a like box's, then any
         for key in [k for counter in (popup.closed, like, closing) for k, _ in counter.most_common()]:
             action = key_action(key)
             if action is not None and tries[key] == 0 and inside(action, popup.box) and allowed(action):

@@ -20,12 +20,12 @@ from engine.config.words import says, spending
 from engine.core.stuck import changed_share
 from engine.navigation.dismissal import (
     CHAIN_MAX,
-    CLOSER_TRIES,
     DISMISS_TRIES,
     SAME_BOX,
     LOOK_LEVELS,
     LOOK_SHARE,
     LOOK_STEP,
+    OWN_CLOSERS,
     SHOWING_TRIES,
     Dialog,
     action_key,
@@ -206,7 +206,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     guard = guard_of(nav)
     ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
     chained, changed, back_due = 0, None, False
-    known = CLOSER_TRIES + DISMISS_TRIES + 1  # (tries beside the search's own; +1: QUIET_CHAIN's back key)
+    known = OWN_CLOSERS + DISMISS_TRIES + 1  # (tries beside the search's own; +1: QUIET_CHAIN's back key)
     for _ in range(min(dialogs.tries, SHOWING_TRIES) + known):
         if used + len(taken) >= GOTO_TRIES or sum(tries.values()) >= dialogs.tries + known:
             break

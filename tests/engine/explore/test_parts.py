@@ -914,7 +914,7 @@ def test_the_retry_of_a_dialogs_own_dismissal_leaves_the_other_closers_their_tri
     was never reached and half the showings ended in a restart. Each closer is tried once besides the dismissal's
     own tries."""
     from engine.explore.atlas import PopupNode
-    from engine.explore.dismiss import CLOSER_TRIES, DISMISS_TRIES, next_try
+    from engine.explore.dismiss import CLOSER_TRIES, DISMISS_TRIES, OWN_CLOSERS, next_try
 
     back, left, right = {"type": "key", "key": "back"}, {"type": "tap", "point": [277, 507]}, \
         {"type": "tap", "point": [1003, 507]}
@@ -926,3 +926,15 @@ def test_the_retry_of_a_dialogs_own_dismissal_leaves_the_other_closers_their_tri
         answers.append(action)
         tries[action_key(action)] += 1
     assert answers == [back] * DISMISS_TRIES + [left, right] and CLOSER_TRIES >= 2
+
+    # Generated game 6: four crosses and an OK on one panel, one popup to the atlas; every one of its own closers
+    # gets its try (up to OWN_CLOSERS), the least seen too, before the blind search; another popup's only one.
+    spots = [{"type": "tap", "point": [85 + 100 * i, 827]} for i in range(OWN_CLOSERS)]
+    popup = PopupNode(0, (40, 410, 680, 870), closed=Counter({action_key(a): 9 - i for i, a in enumerate(spots)}))
+    stranger = PopupNode(1, (40, 410, 680, 870), closed=Counter({"tap:600,600": 20}))
+    tries, answers = Counter(), []
+    while (action := next_try([popup, stranger], popup, tries, lambda: None)) is not None and len(answers) < 12:
+        answers.append(action)
+        tries[action_key(action)] += 1
+    assert answers[:len(spots)] == spots and {"type": "tap", "point": [600, 600]} not in answers
+    assert OWN_CLOSERS > CLOSER_TRIES
