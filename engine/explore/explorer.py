@@ -29,7 +29,7 @@ from engine.explore.priority import Priority, first_order
 from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
 from engine.explore.routes import early_sweep, first_action, next_sweep
-from engine.explore.repeats import FruitlessRestarts, RepeatGuard
+from engine.explore.repeats import FruitlessRestarts, RepeatGuard, swallowing_back
 from engine.explore.sketch import changed, sketch
 from engine.explore.words import Reader, Words
 
@@ -308,6 +308,8 @@ class Explorer:
         CONFIRM_TRIES times), else, if the game drops taps, one that did nothing once. A grid of taps is tried on the
         start page when nothing visible led away from it (until one tap does), and, once no visible work is left
         anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
+        if (back := swallowing_back(page, self.atlas.start)) is not None:  # (engine.explore.repeats.SWALLOWED)
+            return back
         exits = self.atlas.leaves(page.id)
         # A dead end is swept only where the game starts (a title screen that starts on a tap anywhere); anywhere
         # else it may be outside the game (a home screen, where a grid of taps would open other apps).
