@@ -72,7 +72,7 @@ class Explorer:
         self._last: tuple[Any, str] | None = None
         """The sketch and file of the last frame written."""
         self._showing, self._frame = dismiss.Showing(), None
-        """The popup shown now: tries since it showed (engine.explore.dismiss.Showing); the last frame, for its chains."""
+        """The popup shown now: tries since it showed (engine.explore.dismiss.Showing); the last frame (its chains)."""
         self._panels = dismiss.Panels(lambda rel: self.recording.read(rel) if self.recording is not None else None)
         self.repeats = RepeatGuard()
         """The anti-repeat rule (engine.explore.repeats); what it gave up reaches the review."""
