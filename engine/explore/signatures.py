@@ -112,8 +112,7 @@ def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray
     chosen: list[Signature] = []
     left = set(range(len(others)))
     templates = 0
-    candidates = _candidates(members, others_sketches, moving)
-    for kind, area, _ in candidates:
+    for kind, area, _ in _candidates(members, others_sketches, moving):
         if kind == "template":
             if templates >= MAX_TEMPLATES or (templates >= TEMPLATES and not left):
                 continue
@@ -148,27 +147,7 @@ def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray
     if title is not None and (left or templates == 0):
         area, text = title
         chosen.append(Signature(type="ocr", area=area, pattern=ocr_pattern(text)))
-    elif templates == 0:
-        chosen += _something_shown(first, members, candidates, prefix, len(chosen))
     return chosen
-
-
-def _something_shown(first: np.ndarray, members: Sequence[np.ndarray], candidates: list[tuple[str, Area, float]],
-                     prefix: str, n: int) -> list[Signature]:
-    """A template of the page's most distinctive textured stable cell, for a page its colour checks alone would sign:
-    checks that say only "the backdrop shows here" tell it from the pages found, not from one never found, which the
-    written graph would take for it. Generated game 12 under chaos: two pages alike but for their titles were one
-    page to the atlas, no title cell was common to its members, and two backdrop cells signed it; gotos to it that
-    landed on the other were verified, 3 false successes in 50. A cell every member shows comes first; else one the
-    first member shows (the template is cut from it): the page it shows is verified, the other is not. Nothing when
-    no cell qualifies."""
-    checks = [(area, template_check(first, area)) for kind, area, _ in candidates if kind == "template"]
-    checks = [(area, check) for area, check in checks if not check.flat[0]]
-    for every in (True, False):
-        for area, check in checks:
-            if all(check.verify(m).hit for m in (members if every else members[:1])):
-                return [Signature(type="template", area=area, asset=f"draft/{prefix}_{n}")]
-    return []
 
 
 def ocr_pattern(text: str) -> str:

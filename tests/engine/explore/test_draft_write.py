@@ -142,31 +142,3 @@ def test_pages_whose_signatures_are_one_anothers_are_left_out_of_the_graph_which
     assert twins.isdisjoint(p.name for p in graph.pages)
     assert all(link.to not in twins for p in graph.pages for link in p.links)
     assert {"page_login", "page_main"} <= {p.name for p in graph.pages}
-
-
-def test_a_page_its_colour_checks_alone_would_sign_also_gets_a_template_of_what_it_shows():
-    """Generated game 12 under chaos: a page with a title and an empty body was signed by two cells that show the
-    backdrop (other pages found have buttons there); another page, the same backdrop and another title, merged into
-    it by the atlas, passed both checks, and 3 of 50 gotos were false successes. A page whose signatures would be
-    colour checks only also gets a template of something its first member shows (its title here): the other page
-    fails it."""
-    import cv2
-    import numpy as np
-
-    from engine.explore.signatures import unexplained
-
-    def drawn(title: str, buttons: int) -> np.ndarray:
-        frame = np.full((720, 1280, 3), (46, 25, 12), np.uint8)
-        frame[:84] = (70, 45, 30)  # a top bar
-        cv2.putText(frame, title, (280, 56), cv2.FONT_HERSHEY_SIMPLEX, 1.3, (240, 240, 240), 3)
-        for i in range(buttons):  # others' buttons where this page shows only backdrop
-            frame[120 + 90 * (i % 6):180 + 90 * (i % 6), 320 + 260 * (i // 6):560 + 260 * (i // 6)] = \
-                (40 + 30 * i % 200, 160, 200 - 15 * i % 150)
-        return frame
-
-    page, alike = drawn("HARVEST", 0), drawn("FESTIVAL", 0)
-    others = [drawn(f"AREA {i}", 6 + i) for i in range(4)]
-    sigs = stable_signatures([page, alike], others, prefix="page_11")  # two pages the atlas took for one
-    assert any(s.type == "template" for s in sigs)
-    assert unexplained(sigs, [page], others) == []
-    assert unexplained(sigs, [page], [alike]) == []  # the other is not verified as the page the template shows
