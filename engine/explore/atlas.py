@@ -90,8 +90,9 @@ class Atlas:
         """The page `sk` (file `path`) shows and the share of cells matching its closest member, or (None, 0.0):
         SAME_PAGE of the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page,
         or now), and no other words where their fine drawings differ (engine.explore.words); for `led_to`, the page
-        the same action from the same page led to before, SAME_PAGE alone (a page whose content changed since: a
-        list emptied, a job started, reached again by the same button)."""
+        the same action from the same page led to before, SAME_PAGE and its words alone (a page whose content changed
+        since: a list emptied, a job started, reached again by the same button; but a button that once "led" to a page
+        alike but for its title, under a dialog placed over the wrong one, is no reason to merge them)."""
         near = []  # (share, page, member): the members that share SAME_PAGE of the cells, the most alike first
         for page in self.pages:
             if page.folded is not None or not page.sketches:
@@ -111,8 +112,8 @@ class Atlas:
             if share < SAME_PAGE:
                 continue
             stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
-            if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and (
-                    page.id == led_to or not self.words.apart(sk, member, excused, path, file)):
+            if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and \
+                    not self.words.apart(sk, member, excused, path, file):
                 best, key = page.id, (stable, share)
         return best, (key[1] if best is not None else 0.0)
 

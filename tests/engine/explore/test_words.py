@@ -74,6 +74,21 @@ def test_two_pages_alike_but_for_their_title_are_two_pages(tmp_path, reader):
     assert len(atlas.pages) == 2
 
 
+def test_a_button_that_led_to_one_page_does_not_make_another_page_alike_but_for_its_title_that_page(tmp_path, reader):
+    """The words count on a page the same action led to before too. Generated seed 12 under chaos: page_alliance
+    first came under a dimmed dialog that the atlas placed over page_barracks (alike but for their Hangul titles),
+    so the button that opened it "led to" page_barracks; its clean frame, reached by the same button later, was
+    taken for page_barracks without its words compared, and a goto to the merged page verified on page_main."""
+    game = renderer(15553, tmp_path)
+    frames = {name: game.animate(name, game.page(name), 0.0) for name in ("page_main", "page_glory", "page_harvest")}
+    tap = {"type": "tap", "point": [540, 1200]}
+    steps = [({"type": "restart"}, "page_main"), (tap, "page_glory"), ({"type": "key", "key": "back"}, "page_main"),
+             (tap, "page_harvest")]
+    atlas = Atlas(Words(reader, frames.get))
+    seen = [atlas.absorb(action, sketch(frames[name]), name).page for action, name in steps]
+    assert seen[0] == seen[2] and len({seen[0], seen[1], seen[3]}) == 3, seen
+
+
 def test_two_pages_titled_in_a_script_nobody_reads_are_told_apart_by_the_shape_of_their_text(tmp_path, reader):
     frames, (enigma, champion) = alike(9, ("page_enigma", "page_champion"), tmp_path)
     words = Words(reader, frames.get)
