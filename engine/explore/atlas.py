@@ -45,7 +45,8 @@ input (an idle screen only a small spot wakes, a dialog drawn too faintly to tel
 the links, and the explorer restarts the game."""
 
 
-def _inside_similarity(a: Sketch, b: Sketch, box: Area) -> float:
+def inside_similarity(a: Sketch, b: Sketch, box: Area) -> float:
+    """Share of the cells inside `box` where `a` and `b` match (how popups are told apart)."""
     c1, r1, c2, r2 = box[0] // a.cell, box[1] // a.cell, max(box[0] // a.cell + 1, box[2] // a.cell), \
         max(box[1] // a.cell + 1, box[3] // a.cell)
     same = cell_match(a, b)[r1:r2, c1:c2]
@@ -142,7 +143,7 @@ class Atlas:
     def _popup_for(self, sk: Sketch, over: int, found: Cover, frame_path: str | None) -> PopupNode:
         for popup in self.popups:
             if box_match(popup.box, found.box) >= SAME_BOX and any(
-                    _inside_similarity(sk, m, found.box) >= POPUP_LIKE for m in popup.sketches):
+                    inside_similarity(sk, m, found.box) >= POPUP_LIKE for m in popup.sketches):
                 break
         else:
             popup = PopupNode(len(self.popups), found.box, dimmed=found.gain <= DIM_BELOW)
