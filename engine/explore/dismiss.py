@@ -75,12 +75,13 @@ class Showing:
         """`action` left `popup` showing, as the atlas tells; the frames before and after tell a chain."""
         key = dismissal.action_key(action)
         self.tries[key] += 1
-        if self.chains < dismissal.CHAIN_MAX and dismissal.another(before, after, box):
+        changed = dismissal.moved(before, after, box)
+        if self.chains < dismissal.CHAIN_MAX and changed > dismissal.CHAIN_SHARE:
             self.chains += 1
             popup.closed[key] += 1
-            popup.dismiss = popup.dismiss or {k: v for k, v in action.items() if k in ("type", "key", "point")}
+            popup.dismiss = popup.dismiss or dismissal.plain(action)
             self.tries, self.changed, self.back_due = Counter(), None, False
-        elif self.changed is None and dismissal.another(before, after, box, dismissal.LOOK_SHARE):
+        elif self.changed is None and changed > dismissal.LOOK_SHARE:
             self.changed, self.back_due = key, key != "key:back"
 
     def ended(self, popups: list[PopupNode], before: Any, here: Any) -> Showing:

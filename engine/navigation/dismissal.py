@@ -256,10 +256,23 @@ back key is pressed next, once a showing, and the try is credited only if the sh
 engine.navigation.search.QUIET_CHAIN, the explorer's engine.explore.dismiss.Showing)."""
 
 
+def moved(before: Any, after: Any, box: tuple[int, int, int, int]) -> float:
+    """The share of `box` that changed by more than CHAIN_LEVELS between frames `before` and `after` (0.0 when
+    either is missing or they differ in size): above CHAIN_SHARE another dialog came in its place, above LOOK_SHARE
+    it no longer looks as it did."""
+    if before is None or after is None or before.shape != after.shape:
+        return 0.0
+    x1, y1, x2, y2 = box
+    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, CHAIN_LEVELS)
+
+
 def another(before: Any, after: Any, box: tuple[int, int, int, int], share: float = CHAIN_SHARE) -> bool:
     """Whether the dialog in `box` was replaced by another between frames `before` and `after` (more than `share`
     of it changed by CHAIN_LEVELS)."""
-    if before is None or after is None or before.shape != after.shape:
-        return False
-    x1, y1, x2, y2 = box
-    return changed_share(before[y1:y2, x1:x2], after[y1:y2, x1:x2], LOOK_STEP, CHAIN_LEVELS) > share
+    return moved(before, after, box) > share
+
+
+def plain(action: dict[str, Any]) -> dict[str, Any]:
+    """`action` as a dialog's dismissal is kept and recorded: its type, key and point (not the area or kind a
+    search option carries)."""
+    return {k: v for k, v in action.items() if k in ("type", "key", "point")}

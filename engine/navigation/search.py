@@ -20,6 +20,7 @@ from engine.config.words import says, spending
 from engine.core.stuck import changed_share
 from engine.navigation.dismissal import (
     CHAIN_MAX,
+    CHAIN_SHARE,
     DISMISS_TRIES,
     SAME_BOX,
     LOOK_LEVELS,
@@ -32,8 +33,10 @@ from engine.navigation.dismissal import (
     another,
     box_match,
     key_action,
+    moved,
     next_try,
 )
+from engine.navigation.dismissal import plain as plain_of
 from engine.observe.cover import Thumb, changed_box, covered, thumb
 from engine.observe.guard import Guard
 from engine.observe.spots import panel_box
@@ -220,7 +223,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         key = action_key(action)
         tries[key] += 1
         dialog.tried[key] += 1
-        plain = {k: v for k, v in action.items() if k in ("type", "key", "point")}
+        plain = plain_of(action)
         taken.append(plain)
         ctx.record("search_try", action=plain, dialog=dialog.id)
         before = nav.last_frame
@@ -237,7 +240,8 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
         if not blocked(obs) and not (panel and unblocked(obs)):
             return obs, None  # a known popup, a loading screen: the navigator judges it
         pair = [nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)]
-        if panel is None and chained < CHAIN_MAX and another(*pair, box):
+        changed_by = moved(*pair, box) if panel is None else 0.0
+        if chained < CHAIN_MAX and changed_by > CHAIN_SHARE:
             chained += 1  # it closed, and the next of a chain came in its place: that one is searched afresh
             dialog.closed[key] += 1
             dialog.dismiss = plain
@@ -247,7 +251,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
             dialog, tries = dialogs.of(box, shown), Counter()  # (the ladder's back key was tried on the one before)
             changed = None
             ctx.record("search", box=list(box), dialog=dialog.id, over=obs.page)
-        elif panel is None and changed is None and another(*pair, box, LOOK_SHARE):
+        elif changed is None and changed_by > LOOK_SHARE:
             changed, back_due = key, key != "key:back"  # (QUIET_CHAIN: the back key on what came in its place)
             ctx.record(QUIET_CHAIN, dialog=dialog.id, by=plain)
     dialog.failures += 1
