@@ -54,6 +54,13 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter, frame: C
 
     return dismissal.next_try(popups, popup, tries, frame, box_of, spots=regions, kin=kin)
 
+STREAK_MAX = (dismissal.CHAIN_MAX + 1) * (DISMISS_TRIES + OWN_CLOSERS + SHOWING_TRIES)
+"""Actions on popups in a row, with no page between, after which the explorer gives up and restarts the game: a whole
+search (its dismissal's retries, its own closers, the search's tries) over each dialog of the longest chain.
+Generated game 12 under chaos (22239e9): one dialog that no try closed, taken by the atlas now for one popup, now
+for another (swaying art under it), began a new showing at each switch, its tries afresh: 370 actions of 455, a
+tap and the back key in turn, and 12 pages found of 55."""
+
 
 class Showing:
     """One showing of a popup: the tries on it, and the chain rules the navigator's search keeps (engine.navigation.
@@ -62,19 +69,25 @@ class Showing:
     changed over LOOK_SHARE only is the quiet chain (a dialog on a panel of nearly the same colour: the back key next,
     once, and the try credited if the showing then closes). Generated game 7 under chaos: a cross, then a dialog only
     the back key closes, on one panel; the cross counted as failed and the back key never pressed again, every
-    showing after spent in vain and the game restarted."""
+    showing after spent in vain and the game restarted.
 
-    def __init__(self) -> None:
+    Showings follow one another without a page between when a chain's next dialog comes, or when the atlas takes one
+    dialog for two popups (what moves on it), each a new showing with its tries afresh: `streak` counts the actions
+    on popups in a row across them, and at STREAK_MAX the search gives up (the explorer restarts the game)."""
+
+    def __init__(self, streak: int = 0) -> None:
         self.tries: Counter = Counter()
         self.chains = 0
         self.changed: str | None = None
         self.back_due = False
+        self.streak = streak
 
     def stayed(self, popup: PopupNode, action: dict[str, Any], before: np.ndarray | None, after: np.ndarray | None,
                box: Area) -> None:
         """`action` left `popup` showing, as the atlas tells; the frames before and after tell a chain."""
         key = dismissal.action_key(action)
         self.tries[key] += 1
+        self.streak += 1
         changed = dismissal.moved(before, after, box)
         if self.chains < dismissal.CHAIN_MAX and changed > dismissal.CHAIN_SHARE:
             self.chains += 1
@@ -91,10 +104,12 @@ class Showing:
             popup = popups[before.popup]
             if here.kind == "page" and here.page in popup.over or here.kind == "popup" and here.page == before.page:
                 popup.closed[self.changed] += 1
-        return Showing()
+        return Showing(self.streak + 1 if before.kind == "popup" and here.kind == "popup" else 0)
 
     def next(self, popups: list[PopupNode], popup: PopupNode, frame: Callable[[], np.ndarray | None],
              box_of: Callable[[PopupNode], Area]) -> dict[str, Any] | None:
+        if self.streak >= STREAK_MAX:
+            return None
         if self.back_due:
             self.back_due = False
             return {"type": "key", "key": "back"}

@@ -447,6 +447,29 @@ def test_what_failed_on_a_dialog_that_looks_otherwise_on_the_same_panel_is_still
     assert explorer._dismiss(Here("popup", 0, 1)) != visible[0]
 
 
+def test_a_dialog_the_atlas_takes_now_for_one_popup_now_for_another_is_given_up_after_a_bounded_streak(screens):
+    """Generated game 12 under chaos: a dialog nothing closed, placed by the atlas over and over on one of two popups
+    (what moved under it), began a new showing at each switch with its tries afresh, and the explorer tapped and
+    pressed back on it 370 times. However the showings follow one another, the search gives up within STREAK_MAX
+    actions on popups in a row (the explorer then restarts the game), and a page between starts the count again."""
+    from engine.explore.atlas import Here, PopupNode
+    from engine.explore.dismiss import STREAK_MAX, Showing
+
+    box = (480, 400, 800, 640)
+    popups = [PopupNode(i, box, members=["f.png"], dismiss={"type": "tap", "point": [700, 420]}) for i in range(2)]
+    showing, taken, here = Showing(), 0, Here("page", 0)
+    while taken <= STREAK_MAX + 1:
+        now = Here("popup", 0, taken % 2)
+        showing = showing.ended(popups, here, now)
+        action = showing.next(popups, popups[now.popup], lambda: screens["reward"], lambda p: p.box)
+        if action is None:
+            break
+        taken, here = taken + 1, now
+    assert action is None and taken == STREAK_MAX
+    assert Showing().ended(popups, Here("popup", 0, 1), Here("page", 0)).ended(
+        popups, Here("page", 0), Here("popup", 0, 0)).next(popups, popups[0], lambda: None, lambda p: p.box) is not None
+
+
 def test_two_dialogs_that_look_one_each_keep_the_button_that_closed_them():
     """Two dialogs may look the same and take different buttons ("Confirm" on one, "Cancel" on the other): every tap
     that closed the popup is kept and tried in turn after its first dismissal, and a tap that closed it is never
