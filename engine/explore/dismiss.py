@@ -146,7 +146,10 @@ def panel_first(frame: np.ndarray, actions: list[dict[str, Any]]) -> list[dict[s
 # ------------------------------------------------------------------ a known popup over a page never seen
 
 PANEL_CHANGE = 40
-"""Grey levels between a popup's frame and the dimmed page under it from which a pixel is the popup's own."""
+"""Grey levels between a popup's frame and the dimmed page under it from which a pixel is the popup's own, on the
+undimmed page's scale: a backdrop dimmed to a gain of 0.38 keeps 0.38 of its contrast, and the threshold shrinks with
+it (generated seed 6: a dark panel over a page dimmed that far differed from it by under 40 levels, so only its
+title's letters were the popup's own, and the search looked for the close cross inside the title's box)."""
 PANEL_MIN = 24
 """Smallest side of a popup's own panel (pixels) worth recognising it by."""
 PANEL_ALIKE = 14.0
@@ -168,7 +171,7 @@ def panel(shown: np.ndarray, under: np.ndarray, box: tuple[int, int, int, int]) 
     outside[y1:y2, x1:x2] = False
     gain = float(np.median(a[outside] / np.maximum(b[outside], 1.0))) if outside.any() else 1.0
     own = np.zeros(a.shape, np.uint8)
-    own[y1:y2, x1:x2] = (np.abs(a - gain * b)[y1:y2, x1:x2] > PANEL_CHANGE).astype(np.uint8)
+    own[y1:y2, x1:x2] = (np.abs(a - gain * b)[y1:y2, x1:x2] > PANEL_CHANGE * min(1.0, gain)).astype(np.uint8)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(
         cv2.morphologyEx(own, cv2.MORPH_CLOSE, np.ones((9, 9), np.uint8)))
     if count < 2:

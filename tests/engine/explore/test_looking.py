@@ -191,6 +191,36 @@ def test_a_close_cross_in_the_corner_of_an_outlined_panel_is_offered_apart_from_
     assert any(cross[0] <= x < cross[2] and cross[1] <= y < cross[3] for x, y in centres), (box, centres)
 
 
+def test_a_dark_panel_over_a_deeply_dimmed_page_is_found_whole_with_its_cross(tmp_path):
+    """Generated seed 6 (720x1280) under chaos: ARCHIVE, a dark panel over a page dimmed to 0.38 of its brightness,
+    differs from the dimmed page by under 40 grey levels but for its title's letters, so the panel the explorer
+    found was the title's box, the search looked for the close cross inside it, and 95 of 451 actions went to that
+    dialog. Contrast shrinks with the dimming, and so does what makes a pixel the popup's own."""
+    import cv2
+
+    from engine.config.loader import load_graph
+    from engine.explore.dismiss import panel
+    from engine.explore.regions import within_box
+    from engine.sim.generate import generate
+    from engine.sim.style import load_style
+    from engine.sim.styledgame import StyledGame
+
+    folder = generate(6, tmp_path / "game6")
+    graph = load_graph(folder).resolve()
+    game = StyledGame(graph, load_style(folder), clock=lambda: 0.0)
+    game.goto("page_prism")
+    under = game.frame()
+    game.show_popup("popup_2_cross")
+    shown = game.frame()
+    gray = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY).astype(float) for f in (shown, under)]
+    assert gray[0][100:300, 100:600].mean() < 0.5 * gray[1][100:300, 100:600].mean()  # the premise: dimmed deep
+    box = panel(shown, under, (0, 400, 720, 880))[0]
+    cross = next(b for b in graph.buttons if b.name == "POPUP_2_CROSS_CLOSE").area
+    assert box[0] <= cross[0] and box[1] <= cross[1] and cross[2] <= box[2] and cross[3] <= box[3], (box, cross)
+    centres = [((a[0] + a[2]) // 2, (a[1] + a[3]) // 2) for a in within_box(shown, box)]
+    assert any(cross[0] <= x < cross[2] and cross[1] <= y < cross[3] for x, y in centres), (box, centres)
+
+
 def test_a_small_icon_beside_a_big_figure_on_a_plain_backdrop_is_a_region_of_its_own(tmp_path):
     """Generated seed 8's palace (explored at 591x1280): a play icon right of a button, both just under a big
     swaying figure. Beside the figure the neighbourhood's median colour is the figure's, so the plain backdrop
