@@ -172,6 +172,8 @@ class Renderer:
         self.width, self.height = graph.resolution
         self._buttons = {b.name: b for b in graph.buttons}
         self._page_cache: dict[str, np.ndarray] = {}
+        self._loading: np.ndarray | None = None
+        self._unknown: tuple[int, np.ndarray] | None = None
         self._check_areas = _check_areas(self.graph, self._buttons)
         self.conflicts: dict[str, list[Conflict]] = {}
         """Screens whose colour signatures their own rendering cannot satisfy (engine.sim.compose.Conflict)."""
@@ -373,6 +375,14 @@ class Renderer:
         return box if box[2] > box[0] and box[3] > box[1] else None
 
     def loading(self) -> np.ndarray:
+        """The loading screen, as a fresh array: drawn once (it depends on the graph alone), copied on each call, as
+        a game on a slow load is captured many times over."""
+        if self._loading is None:
+            self._loading = self._draw_loading()
+            self._loading.setflags(write=False)
+        return self._loading.copy()
+
+    def _draw_loading(self) -> np.ndarray:
         if self.graph.loading_signatures:
             frame = texture("page:" + LOADING_NAME, self.width, self.height) // 2
             return self.compose(frame, LOADING_NAME, self.graph.loading_signatures)
@@ -384,7 +394,16 @@ class Renderer:
         return frame
 
     def unknown(self, variant: int = 0) -> np.ndarray:
-        """A random-looking screen that carries none of the graph's signatures."""
+        """A random-looking screen that carries none of the graph's signatures, as a fresh array; the last variant
+        drawn is kept (a texture of the whole screen takes tens of ms, and a game stays on one unknown screen for
+        many captures)."""
+        if self._unknown is None or self._unknown[0] != variant:
+            frame = self._draw_unknown(variant)
+            frame.setflags(write=False)
+            self._unknown = (variant, frame)
+        return self._unknown[1].copy()
+
+    def _draw_unknown(self, variant: int) -> np.ndarray:
         frame = texture(f"{UNKNOWN_NAME}:{variant}", self.width, self.height)
         rng = np.random.default_rng(seed_of(f"{UNKNOWN_NAME}:{variant}"))
         for _ in range(6):
