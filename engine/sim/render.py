@@ -11,6 +11,7 @@ laid out so that each still holds (engine.sim.compose); OCR text is drawn to be 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Iterable
@@ -40,6 +41,8 @@ Area = tuple[int, int, int, int]
 POINT_BOX = 12
 """Half-size of the box drawn (and accepted by the game) around a point tap."""
 
+BACKGROUNDS_KEPT = 64
+"""Page backgrounds kept per process (at 1280x720, 2.7 MB each)."""
 LOADING_NAME = "__loading__"
 UNKNOWN_NAME = "__unknown__"
 
@@ -158,6 +161,19 @@ class SyntheticAssets:
 
     def names(self) -> Iterable[str]:
         return list(self._uses)
+
+
+@functools.lru_cache(maxsize=BACKGROUNDS_KEPT)
+def _background(name: str, width: int, height: int) -> np.ndarray:
+    """A page's backdrop, read-only: a function of its name and size alone, so every renderer of the process shares
+    the last BACKGROUNDS_KEPT drawn (a full-screen texture takes tens of ms, and tests start many simulators of one
+    graph)."""
+    frame = texture("page:" + name, width, height)
+    # A dark title band so the page name is readable by a human looking at a capture.
+    frame[8:44, 8 : min(width - 8, 8 + 16 * len(name) + 16)] //= 3
+    cv2.putText(frame, name, (16, 36), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (255, 255, 255), 2, cv2.LINE_AA)
+    frame.setflags(write=False)
+    return frame
 
 
 # --------------------------------------------------------------------------------------------------- renderer
@@ -318,11 +334,8 @@ class Renderer:
     # ---- screens
 
     def background(self, name: str) -> np.ndarray:
-        frame = texture("page:" + name, self.width, self.height)
-        # A dark title band so the page name is readable by a human looking at a capture.
-        frame[8:44, 8 : min(self.width - 8, 8 + 16 * len(name) + 16)] //= 3
-        cv2.putText(frame, name, (16, 36), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (255, 255, 255), 2, cv2.LINE_AA)
-        return frame
+        """The page's textured backdrop with its name in a title band: a writable copy."""
+        return _background(name, self.width, self.height).copy()
 
     def page(self, name: str) -> np.ndarray:
         """The page `name` with its link buttons and signatures; a read-only cached array."""
