@@ -43,6 +43,8 @@ POINT_BOX = 12
 
 BACKGROUNDS_KEPT = 64
 """Page backgrounds kept per process (at 1280x720, 2.7 MB each)."""
+PANELS_KEPT = 32
+"""Popup window textures kept per process."""
 LOADING_NAME = "__loading__"
 UNKNOWN_NAME = "__unknown__"
 
@@ -172,6 +174,14 @@ def _background(name: str, width: int, height: int) -> np.ndarray:
     # A dark title band so the page name is readable by a human looking at a capture.
     frame[8:44, 8 : min(width - 8, 8 + 16 * len(name) + 16)] //= 3
     cv2.putText(frame, name, (16, 36), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (255, 255, 255), 2, cv2.LINE_AA)
+    frame.setflags(write=False)
+    return frame
+
+
+@functools.lru_cache(maxsize=PANELS_KEPT)
+def _panel(name: str, width: int, height: int) -> np.ndarray:
+    """A popup's window texture, read-only: drawn under the popup on every capture while it shows."""
+    frame = texture("popup:" + name, width, height)
     frame.setflags(write=False)
     return frame
 
@@ -367,8 +377,8 @@ class Renderer:
                 out = cv2.convertScaleAbs(out, alpha=0.4)
             panel = self._popup_panel(popup)
             if panel is not None:
-                out[panel[1]:panel[3], panel[0]:panel[2]] = texture("popup:" + popup.name, panel[2] - panel[0],
-                                                                     panel[3] - panel[1])
+                out[panel[1]:panel[3], panel[0]:panel[2]] = _panel(popup.name, panel[2] - panel[0],
+                                                                    panel[3] - panel[1])
             self.compose(out, popup.name, popup.signatures, popup.dismiss)
         return out
 
