@@ -43,6 +43,8 @@ POINT_BOX = 12
 
 BACKGROUNDS_KEPT = 64
 """Page backgrounds kept per process (at 1280x720, 2.7 MB each)."""
+SYNTHETIC_KEPT = 1024
+"""Synthetic templates kept per process (button-sized: tens of KB each)."""
 PANELS_KEPT = 32
 """Popup window textures kept per process."""
 LOADING_NAME = "__loading__"
@@ -126,6 +128,25 @@ def _check_areas(graph: Graph, buttons: dict) -> dict[Area, set[str]]:
     return out
 
 
+@functools.lru_cache(maxsize=SYNTHETIC_KEPT)
+def _synthetic_crop(name: str, area: Area, rgb: tuple | None, label: str | None) -> np.ndarray:
+    """A synthetic template, read-only: a function of these alone, so the packs of a process share the last
+    SYNTHETIC_KEPT drawn (tests build a pack per simulator, many of one graph)."""
+    w, h = area[2] - area[0], area[3] - area[1]
+    crop = identity_pattern("asset:" + name, w, h)
+    put_text_fit(crop, label or name.rsplit("/", 1)[-1], (0, 0, w, h))
+    if rgb is not None:
+        # Shift the mean to the button's colour; repeat because clipping at 0/255 eats part of a shift.
+        target = np.array(rgb[::-1], np.float32)
+        for _ in range(6):
+            shift = target - crop.reshape(-1, 3).mean(axis=0)
+            if np.abs(shift).max() < 2:
+                break
+            crop = np.clip(crop.astype(np.float32) + shift, 0, 255).astype(np.uint8)
+    crop.setflags(write=False)
+    return crop
+
+
 class SyntheticAssets:
     """The simulator's own asset pack: one deterministic synthetic template per asset name in the graph.
 
@@ -146,18 +167,7 @@ class SyntheticAssets:
     def get(self, name: str) -> Template | None:
         if name not in self._templates and name in self._uses:
             area, rgb, label = self._uses[name]
-            w, h = area[2] - area[0], area[3] - area[1]
-            crop = identity_pattern("asset:" + name, w, h)
-            put_text_fit(crop, label or name.rsplit("/", 1)[-1], (0, 0, w, h))
-            if rgb is not None:
-                # Shift the mean to the button's colour; repeat because clipping at 0/255 eats part of a shift.
-                target = np.array(rgb[::-1], np.float32)
-                for _ in range(6):
-                    shift = target - crop.reshape(-1, 3).mean(axis=0)
-                    if np.abs(shift).max() < 2:
-                        break
-                    crop = np.clip(crop.astype(np.float32) + shift, 0, 255).astype(np.uint8)
-            crop.setflags(write=False)
+            crop = _synthetic_crop(name, area, None if rgb is None else tuple(rgb), label)
             self._templates[name] = Template(name=name, frames=(crop,), area=area)
         return self._templates.get(name)
 

@@ -74,6 +74,7 @@ def test_synthetic_templates_are_drawn_when_first_asked_for(tiny_graph, monkeypa
     drawn: list[str] = []
     draw = render.identity_pattern
     monkeypatch.setattr(render, "identity_pattern", lambda name, w, h: drawn.append(name) or draw(name, w, h))
+    render._synthetic_crop.cache_clear()  # as in a fresh process: the packs of one process share what they drew
     graph = tiny_graph.for_server("en")
     pack = SyntheticAssets(graph)
     assert drawn == [] and "ui/MAIN_CHECK" in set(pack.names()) and pack.get("ui/NOT_IN_THE_GRAPH") is None
