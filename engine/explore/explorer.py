@@ -308,7 +308,7 @@ class Explorer:
         CONFIRM_TRIES times), else, if the game drops taps, one that did nothing once. A grid of taps is tried on the
         start page when nothing visible led away from it (until one tap does), and, once no visible work is left
         anywhere, on the page with the most ways out (a hub hides the most: a faint button)."""
-        if (back := swallowing_back(page, self.atlas.start, self.restart_app is not None)) is not None:  # SWALLOWED
+        if (back := swallowing_back(page, self.atlas.start)) is not None:  # (engine.explore.repeats.SWALLOWED)
             return back
         exits = self.atlas.leaves(page.id)
         # A dead end is swept only where the game starts (a title screen that starts on a tap anywhere); anywhere
