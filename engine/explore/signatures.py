@@ -11,7 +11,7 @@ tell the page apart alone (text is slower to check and read by a model that may 
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import cv2
 import numpy as np
@@ -92,6 +92,16 @@ def _candidates(members: Sequence[np.ndarray], others_sketches: Sequence[Sketch]
     return out[:MAX_CANDIDATES]
 
 
+def _template_misses(first: np.ndarray, area: Area, members: Sequence[np.ndarray], others: Sequence[np.ndarray],
+                     among: Iterable[int]) -> set[int] | None:
+    """The indexes in `among` of `others` that a template cut from `first` at `area` misses; None when the template
+    is flat or misses one of the page's own `members` (no signature)."""
+    check = template_check(first, area)
+    if check.flat[0] or not all(check.verify(m).hit for m in members):
+        return None
+    return {i for i in among if not check.verify(others[i]).hit}
+
+
 def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray], *, prefix: str = "page",
                       title: tuple[Area, str] | None = None, sketches: dict[int, Sketch] | None = None,
                       moving: np.ndarray | None = None) -> list[Signature]:
@@ -116,10 +126,9 @@ def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray
         if kind == "template":
             if templates >= MAX_TEMPLATES or (templates >= TEMPLATES and not left):
                 continue
-            check = template_check(first, area)
-            if check.flat[0] or not all(check.verify(m).hit for m in members):
+            misses = _template_misses(first, area, members, others, range(len(others)))
+            if misses is None:
                 continue
-            misses = {i for i in range(len(others)) if not check.verify(others[i]).hit}
             if templates >= TEMPLATES and not left & misses:
                 continue
             if len(misses) < len(others) and templates == 0 and left - misses:
@@ -151,7 +160,7 @@ def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray
         # the most often first, each a template kept when it hits every member and misses one of them. A cell that
         # really moves fails a goto at worst, never verifies a wrong page.
         first_sketch = cache[id(first)] if id(first) in cache else cache.setdefault(id(first), sketch(first))
-        stable = stable_cells([first_sketch] + [sketch(m) for m in members[1:]])
+        stable = stable_cells([first_sketch] + [sketch(m) for m in members[1:]])  # (members may be short-lived)
         finer = sum(fine_differ(others_sketches[i], first_sketch, stable).astype(int) for i in sorted(left))
         for row, col in sorted(zip(*np.nonzero(finer)), key=lambda rc: -finer[rc]):
             area = _inset(first_sketch.cell_area(int(col), int(row)))
@@ -159,10 +168,7 @@ def stable_signatures(members: Sequence[np.ndarray], others: Sequence[np.ndarray
                 break
             if any(sig.area == area for sig in chosen):
                 continue
-            check = template_check(first, area)
-            if check.flat[0] or not all(check.verify(m).hit for m in members):
-                continue
-            misses = {i for i in left if not check.verify(others[i]).hit}
+            misses = _template_misses(first, area, members, others, left)
             if misses:
                 chosen.append(Signature(type="template", area=area, asset=f"draft/{prefix}_{len(chosen)}"))
                 templates += 1
