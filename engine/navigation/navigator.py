@@ -356,7 +356,7 @@ class Navigator:
         count = dismissed.get(popup.name, 0) + 1
         dismissed[popup.name] = count
         if count > MAX_POPUP_DISMISSALS:
-            return popup_stuck(self, ctx, popup.name, count - 1)
+            return popup_stuck(self, ctx, obs, popup.name, count - 1, SETTLE_S)
         ctx.record("dismiss", popup=popup.name, count=count)
         reason = ctx.detectors.clicks.add(f"dismiss:{popup.name}")
         if reason:

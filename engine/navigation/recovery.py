@@ -151,6 +151,7 @@ def first_link(nav: Any, ctx: RunContext, page: str, target: str) -> Link | None
     route exists. From a page the graph knows no way out of toward it (a draft's dead end, a link its author left
     out) the game is restarted to its start page, as the ladder's last rung (MAX_RESTARTS a goto), when a route leads
     from there: None, look again. Raises NoRoute when none does or no restart is left."""
+    came_back(nav, ctx, page)
     try:
         hops = _plan(nav, ctx, page, target).hops
     except NoRoute:
@@ -180,6 +181,28 @@ def landed(nav: Any, ctx: RunContext, source: str, link: Link, obs: Observation)
         ctx.record("misled", source=source, to=link.to, times=nav.misled[key])
         return True
     return False
+
+
+def came_back(nav: Any, ctx: RunContext, page: str) -> None:
+    """Back on the page the last hop left, after a dialog came between (dismissed, or closed by the search): that
+    hop's link counts against it in ``nav.misled`` as one that showed a screen nobody names does (`landed`). A
+    draft's link whose tap opens a dialog over its page and not the page it names (generated game 8: a button that
+    opens a chain of three dialogs, drafted as a link to a page the chain's last close was seen on): once the search
+    closes the dialog, the same tap was planned again, five times, and the goto ended `stuck`. A link whose page
+    shows a dialog on arrival is not counted: the dialog closes on the page it leads to."""
+    hop = next((i for i in range(len(ctx.steps) - 1, -1, -1) if ctx.steps[i]["kind"] == "action"), None)
+    if hop is None or ctx.steps[hop].get("source") != page:
+        return
+    after = [s["kind"] for s in ctx.steps[hop + 1:]]
+    if "misled" in after or "restart" in after or not ({"dismiss", "dialog_closed"} & set(after)):
+        return
+    step = ctx.steps[hop]
+    for link in nav.graph.page(page).links:
+        if link.to == step["to"] and link.action.model_dump() == step["action"]:
+            key = _link_key(page, link)
+            nav.misled[key] = nav.misled.get(key, 0) + 1
+            ctx.record("misled", source=page, to=link.to, times=nav.misled[key], by="dialog")
+            return
 
 
 def misled_before(nav: Any, source: str, link: Link) -> bool:
@@ -223,10 +246,22 @@ def _routed(nav: Any, src: str, dst: str, avoid: Any = None) -> bool:
     return True
 
 
-def popup_stuck(nav: Any, ctx: RunContext, popup: str, count: int) -> None:
-    """A popup of the graph still there after its own dismissals (a draft's popup may name a tap that does not close
-    it): the game is restarted, as the ladder's last rung (`restart`, bounded a goto), and the popup may be dismissed
-    again later; when no restart is left, PopupBlocking."""
+def popup_stuck(nav: Any, ctx: RunContext, obs: Observation, popup: str, count: int, settle_s: float) -> None:
+    """A popup of the graph still there after its own dismissals (a draft's popup may be two dialogs that look one,
+    or a game update moved its button): the dismissal search on it, once a goto, as on a dialog nobody named (the
+    back key, its regions, a tap outside, a grid; bounded by the goto's search tries); when that leaves it showing,
+    or it comes back stuck, the game is restarted, as the ladder's last rung (`restart`, bounded a goto), and the
+    popup may be dismissed again later; when no restart is left, PopupBlocking."""
+    searched = any(s["kind"] == "popup_stuck" and s["popup"] == popup for s in ctx.steps)
+    ctx.record("popup_stuck", popup=popup, dismissals=count)
+    if not searched:
+        after, found = search(nav, ctx, obs, settle_s, None, stuck=popup)
+        if found is not None:
+            ctx.record("dialog_closed", rung="search", taps=len(found), actions=found, over=popup)
+            ctx.detectors.dismissed.pop(popup, None)
+            return
+        if popup not in after.popups:  # another popup (a chain), a page: the navigator judges it
+            return
     if not restart(nav, ctx):
         raise PopupBlocking(popup, count)
     ctx.record("dialog_closed", rung="restart", taps=0, actions=[], over=popup)

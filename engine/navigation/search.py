@@ -190,20 +190,24 @@ def _reference(nav: Any, page: str | None) -> Thumb | None:
 
 
 def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expected: str | None, *,
-           panel: tuple[int, int, int, int] | None = None, outline: bool = True
+           panel: tuple[int, int, int, int] | None = None, outline: bool = True, stuck: str | None = None
            ) -> tuple[Observation, list[dict[str, Any]] | None]:
     """Search for what closes the dialog shown now: the observation after, and the tries it took when it closed
     (None when it did not: spent, nothing to act on, or the screen became something else). `panel`: where a dialog
     over a page that stays recognised and swallows the taps shows (`swallowing`): its outline (`outline`), else
-    the region unlike the page's clean reference; it closed when that is gone too."""
+    the region unlike the page's clean reference; it closed when that is gone too. `stuck`: a popup of the graph
+    that its own dismissals left showing (engine.navigation.recovery.popup_stuck): searched while it is named."""
     dialogs: Dialogs = nav.dialogs
     used = sum(1 for s in ctx.steps if s["kind"] == "search_try")
-    if dialogs.tries == 0 or nav.last_frame is None or not (panel or blocked(obs)) or used >= GOTO_TRIES:
+    def blocking(seen: Observation) -> bool:
+        return blocked(seen) or stuck in seen.popups
+
+    if dialogs.tries == 0 or nav.last_frame is None or not (panel or blocking(obs)) or used >= GOTO_TRIES:
         return obs, None
     box = panel or dialog_box(nav, obs)
     shown = nav.observer.prepare(nav.last_frame)
     backed, dialogs.backed = dialogs.backed, None
-    pressed = panel is None and (backed is None or not another(nav.observer.prepare(backed), shown, box))
+    pressed = panel is None and stuck is None and (backed is None or not another(nav.observer.prepare(backed), shown, box))
     dialog, tries, taken = dialogs.of(box, shown), Counter({"key:back": int(pressed)}), []  # (back: the ladder's)
     label = lesson_label(obs)
     guard = guard_of(nav)
@@ -237,7 +241,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
                 dialog.closed[changed] += 1
                 dialog.dismiss = key_action(changed) or plain
             return obs, taken
-        if not blocked(obs) and not (panel and unblocked(obs)):
+        if not blocking(obs) and not (panel and unblocked(obs)):
             return obs, None  # a known popup, a loading screen: the navigator judges it
         pair = [nav.observer.prepare(f) if f is not None else None for f in (before, nav.last_frame)]
         changed_by = moved(*pair, box) if panel is None else 0.0
