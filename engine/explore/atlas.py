@@ -19,9 +19,10 @@ from typing import Any
 import cv2
 import numpy as np
 
+from engine.explore.folding import closed_onto
 from engine.explore.nodes import NOWHERE, Area, Here, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
-from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cell_match, cover, page_difference,
-                                  similarity)
+from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cover, inside_similarity,
+                                  page_difference, similarity)
 from engine.explore.words import Words
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
@@ -43,14 +44,6 @@ FROZEN_AFTER = 3
 """Known links in a row that left the screen as it was, nothing changing in between: the game has stopped taking
 input (an idle screen only a small spot wakes, a dialog drawn too faintly to tell). Those tries are not held against
 the links, and the explorer restarts the game."""
-
-
-def inside_similarity(a: Sketch, b: Sketch, box: Area) -> float:
-    """Share of the cells inside `box` where `a` and `b` match (how popups are told apart)."""
-    c1, r1, c2, r2 = box[0] // a.cell, box[1] // a.cell, max(box[0] // a.cell + 1, box[2] // a.cell), \
-        max(box[1] // a.cell + 1, box[3] // a.cell)
-    same = cell_match(a, b)[r1:r2, c1:c2]
-    return float(same.mean()) if same.size else 0.0
 
 
 class Atlas:
@@ -79,6 +72,7 @@ class Atlas:
         self.unfolded: list[tuple[int, str | None]] = []
         """Pages that popups turned out to be (Atlas.unfold) and a frame of each, for the explorer to offer their
         actions (it takes them from here)."""
+        self.chain: list[int] = []  # the popups shown one after another since the last page
         self.swallowed: dict[tuple, list[str]] = {}
         """(kind, page, popup) -> actions given up there by the anti-repeat rule (engine.explore.repeats)."""
         self.siblings: Callable[[int, str], Iterable[str]] = lambda page, key: ()
@@ -257,7 +251,7 @@ class Atlas:
             popup = self.popups[prev.popup]
             popup.tried[action_key(action)] += 1
             # Closed: the page under it shows, or another popup over that page (a chain: under chaos three in ten)
-            if now.kind == "page" and now.page in popup.over or \
+            if now.kind == "page" and (now.page in popup.over or closed_onto(self, popup, now.page)) or \
                     now.kind == "popup" and now.popup != prev.popup and now.page == prev.page:
                 popup.closed[action_key(action)] += 1
                 if popup.dismiss is None:
@@ -278,7 +272,7 @@ class Atlas:
                 self.pages[now.page].slow = True
                 if elapsed:
                     self.pages[now.page].slow_s = max(self.pages[now.page].slow_s, elapsed)
-        self.here = now
+        self.here, self.chain = now, (self.chain + [now.popup] if now.kind == "popup" else [])
         if now.kind == "page" or kind_of == "restart":
             self.stood = now.page if now.kind == "page" else None
         return now

@@ -12,7 +12,8 @@ import cv2
 import numpy as np
 
 from engine.explore import regions
-from engine.explore.atlas import POPUP_LIKE, PopupNode, inside_similarity
+from engine.explore.atlas import POPUP_LIKE, PopupNode
+from engine.explore.sketch import inside_similarity
 from engine.explore.regions import Area
 from engine.explore.sketch import sketch
 from engine.navigation import dismissal

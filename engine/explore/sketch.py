@@ -146,6 +146,14 @@ class Members:
         return out
 
 
+def inside_similarity(a: Sketch, b: Sketch, box: Area) -> float:
+    """Share of the cells inside `box` where `a` and `b` match (how popups are told apart)."""
+    c1, r1, c2, r2 = box[0] // a.cell, box[1] // a.cell, max(box[0] // a.cell + 1, box[2] // a.cell), \
+        max(box[1] // a.cell + 1, box[3] // a.cell)
+    same = cell_match(a, b)[r1:r2, c1:c2]
+    return float(same.mean()) if same.size else 0.0
+
+
 def mosaic(sk: Sketch) -> np.ndarray:
     """The thumbnails put back together: the frame in gray, THUMB pixels per cell."""
     rows, cols = sk.colour.shape[:2]

@@ -1,0 +1,42 @@
+"""A dialog the atlas placed over the wrong page, placed again when it closes onto the page it covered.
+
+An undimmed or loosely told dialog that an action opened is taken for a popup over the page the action was taken on
+(engine.explore.atlas.Atlas.classify: `on`). When the action in fact led to another page with a dialog over it (the
+title screen's tap opens the main page under a notice, a chain of three), the dialogs close onto that other page,
+and the link from the page the action was taken on to it was never drafted: generated game 13 under chaos, the
+title screen's one link lost, the draft's start page a dead end and all 200 gotos `no_route`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.explore.nodes import PopupNode
+from engine.explore.sketch import DIM_BELOW, cover
+
+
+def _dimmed_under(popup: PopupNode, page: Any) -> bool:
+    """Whether `popup`'s frame shows `page` dimmed around its box (the atlas's test for a page under a popup)."""
+    found = cover(popup.sketches[0], page.sketches[0]) if popup.sketches and page.sketches else None
+    return found is not None and found.gain < DIM_BELOW
+
+
+def closed_onto(atlas: Any, popup: PopupNode, page_id: int) -> bool:
+    """Whether `popup`, closed by an action onto page `page_id` it was not placed over, covered that page: its frame
+    is that page dimmed. Then it, and the dialogs of its chain placed over the same page, cover `page_id`, and what
+    opened them leads there. Never onto the start page: a crash shows it whatever covered what (a restart is no
+    action on a popup: engine.explore.atlas.Atlas.absorb)."""
+    page = atlas.pages[page_id]
+    if page_id == atlas.start or page.loading or not _dimmed_under(popup, page):
+        return False
+    placed = set(popup.over)
+    for other in [atlas.popups[i] for i in atlas.chain if i != popup.id] + [popup]:
+        if other.over != placed or not _dimmed_under(other, page):
+            continue
+        for src, opener in other.opened_by:
+            counter = atlas.pages[src].results.get(opener) if src in placed else None
+            if counter is not None and counter.pop(("same",), 0):
+                counter[("page", page_id)] += 1
+        other.over = {page_id}
+    atlas.changes += 1
+    return True
