@@ -10,8 +10,9 @@ are a ``dialog_closed`` step (the goto's ``data.dialogs_closed`` and its transcr
 navigator's taps (two hops in a row that change nothing on the screen: something the graph does not know covers it)
 goes to the model at once. A page the graph knows no way out of toward the target (a draft's dead end) restarts the
 game when a route leads from the start page (``first_link``); a link that twice led to a screen the graph cannot
-name is avoided while another route exists (``landed``). A dialog that comes back after the model's answer closed
-it is escalated again, up to MAX_ESCALATIONS model questions per run.
+name is avoided while another route exists (``landed``), and one that landed on another known page is avoided for
+the rest of the goto (``came_back``). A dialog that comes back after the model's answer closed it is escalated
+again, up to MAX_ESCALATIONS model questions per run.
 
 The model's answer is acted on only when it is safe: a popup the graph knows (dismissed by its own declared
 action), a page the graph knows (the belief is relocalised to it, and on an unknown screen the back key, which
@@ -184,25 +185,36 @@ def landed(nav: Any, ctx: RunContext, source: str, link: Link, obs: Observation)
 
 
 def came_back(nav: Any, ctx: RunContext, page: str) -> None:
-    """Back on the page the last hop left, after a dialog came between (dismissed, or closed by the search): that
-    hop's link counts against it in ``nav.misled`` as one that showed a screen nobody names does (`landed`). A
-    draft's link whose tap opens a dialog over its page and not the page it names (generated game 8: a button that
-    opens a chain of three dialogs, drafted as a link to a page the chain's last close was seen on): once the search
-    closes the dialog, the same tap was planned again, five times, and the goto ended `stuck`. A link whose page
-    shows a dialog on arrival is not counted: the dialog closes on the page it leads to."""
+    """Where the last hop ended, judged on the next page it is planned from. Back on the page it left after a dialog
+    came between (dismissed, or closed by the search): that hop's link counts against it in ``nav.misled`` as one
+    that showed a screen nobody names does (`landed`). A draft's link whose tap opens a dialog over its page and not
+    the page it names (generated game 8: a button that opens a chain of three dialogs, drafted as a link to a page
+    the chain's last close was seen on): once the search closes the dialog, the same tap was planned again, five
+    times, and the goto ended `stuck`. A link whose page shows a dialog on arrival is not counted: the dialog closes
+    on the page it leads to.
+
+    On another page the graph knows, neither the one it left nor the one it names: the goto goes round that link for
+    the rest of its course while another route exists (a ``misled`` step, by="elsewhere", read by `_plan`).
+    Generated game 9's draft named a button's page after the page under the dialog it opens; the dialog closed onto
+    the other page, whose way back led to the button again: four rounds a goto, then `stuck`, 11 gotos of 200. Only
+    this goto: a landing elsewhere is often a late tap or a crash, not a wrong link (`landed`)."""
     hop = next((i for i in range(len(ctx.steps) - 1, -1, -1) if ctx.steps[i]["kind"] == "action"), None)
-    if hop is None or ctx.steps[hop].get("source") != page:
+    if hop is None or not ctx.steps[hop].get("source"):
         return
-    after = [s["kind"] for s in ctx.steps[hop + 1:]]
-    if "misled" in after or "restart" in after or not ({"dismiss", "dialog_closed"} & set(after)):
+    step, after = ctx.steps[hop], [s["kind"] for s in ctx.steps[hop + 1:]]
+    if "misled" in after or "restart" in after:
         return
-    step = ctx.steps[hop]
-    for link in nav.graph.page(page).links:
-        if link.to == step["to"] and link.action.model_dump() == step["action"]:
-            key = _link_key(page, link)
-            nav.misled[key] = nav.misled.get(key, 0) + 1
-            ctx.record("misled", source=page, to=link.to, times=nav.misled[key], by="dialog")
-            return
+    source = step["source"]
+    link = next((link for link in nav.graph.page(source).links if link.to == step["to"] and
+                 link.action.model_dump() == step["action"]), None)
+    if link is None:
+        return
+    if source == page and {"dismiss", "dialog_closed"} & set(after):
+        key = _link_key(page, link)
+        nav.misled[key] = nav.misled.get(key, 0) + 1
+        ctx.record("misled", source=page, to=link.to, times=nav.misled[key], by="dialog")
+    elif page not in (source, link.to, link.expected_page):
+        ctx.record("misled", source=source, to=link.to, landed=page, by="elsewhere", link=_link_key(source, link))
 
 
 def misled_before(nav: Any, source: str, link: Link) -> bool:
@@ -215,11 +227,12 @@ def _link_key(source: str, link: Link) -> tuple[str, str, str]:
 
 
 def _plan(nav: Any, ctx: RunContext, page: str, target: str) -> Route:
-    """The route `first_link` takes: around the links that misled MISLED times; when none leads round from `page`
-    but one does from the start page and a restart is left, NoRoute (first_link restarts the game: from a page whose
-    only way out misled, generated game 1's draft waited 15 s on a page it never drew, goto after goto); else through
-    them."""
+    """The route `first_link` takes: around the links that misled MISLED times and those this goto saw land
+    elsewhere (`came_back`); when none leads round from `page` but one does from the start page and a restart is
+    left, NoRoute (first_link restarts the game: from a page whose only way out misled, generated game 1's draft
+    waited 15 s on a page it never drew, goto after goto); else through them."""
     misled = {key for key, times in nav.misled.items() if times >= MISLED}
+    misled |= {s["link"] for s in ctx.steps if s["kind"] == "misled" and s.get("by") == "elsewhere"}
     if misled:
         def avoid(hop: Any) -> bool:
             return _link_key(hop.from_page, hop.link) in misled
