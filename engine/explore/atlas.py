@@ -21,8 +21,8 @@ import numpy as np
 
 from engine.explore.folding import closed_onto
 from engine.explore.nodes import NOWHERE, Area, Here, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
-from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cover, inside_similarity,
-                                  page_difference, similarity)
+from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cover, dimmed_under,
+                                  inside_similarity, page_difference, similarity)
 from engine.explore.words import Words
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
@@ -351,10 +351,8 @@ class Atlas:
 
     def under_popup(self, page_id: int, under: int) -> Cover | None:
         """How page `page_id` is page `under` under a popup (a changed box over it dimmed), or None: their first
-        sketches compared. Undimmed is never enough: a page beside a panel may be another page's layout."""
-        page, other = self.pages[page_id], self.pages[under]
-        found = cover(page.sketches[0], other.sketches[0]) if page.sketches and other.sketches else None
-        return found if found is not None and found.gain < DIM_BELOW else None
+        sketches compared (sketch.dimmed_under)."""
+        return dimmed_under(self.pages[page_id].sketches, self.pages[under].sketches)
 
     def fold(self, page_id: int, under: int, found: Cover) -> PopupNode:
         """Page `page_id` is page `under` under a popup (seen before `under` was known): it becomes that popup. What

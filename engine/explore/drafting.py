@@ -263,8 +263,8 @@ class Drafter:
             where = names.get(page_id, f"screen {page_id}") if page_id is not None else "an unplaced screen"
             out.append(ReviewItem(kind="swallows_input", pages=[names[page_id]] if page_id in names else [],
                                   note=f"on {where} ({kind}{'' if popup_id is None else f', popup {popup_id}'}) "
-                                       f"{len(keys)} action(s) left the screen as it was {REPEAT_LIMIT} times in a row and were "
-                                       f"given up: {', '.join(keys[:6])}"))
+                                       f"{len(keys)} action(s) left the screen as it was {REPEAT_LIMIT} times in a row "
+                                       f"and were given up: {', '.join(keys[:6])}"))
         for page_id in sorted(dropped):
             out.append(ReviewItem(kind="maybe_two_pages", pages=[],
                                   note=f"a screen seen once and never again (frames: "

@@ -12,13 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.explore.nodes import PopupNode
-from engine.explore.sketch import DIM_BELOW, cover
-
-
-def _dimmed_under(popup: PopupNode, page: Any) -> bool:
-    """Whether `popup`'s frame shows `page` dimmed around its box (the atlas's test for a page under a popup)."""
-    found = cover(popup.sketches[0], page.sketches[0]) if popup.sketches and page.sketches else None
-    return found is not None and found.gain < DIM_BELOW
+from engine.explore.sketch import dimmed_under
 
 
 def closed_onto(atlas: Any, popup: PopupNode, page_id: int) -> bool:
@@ -27,11 +21,11 @@ def closed_onto(atlas: Any, popup: PopupNode, page_id: int) -> bool:
     opened them leads there. Never onto the start page: a crash shows it whatever covered what (a restart is no
     action on a popup: engine.explore.atlas.Atlas.absorb)."""
     page = atlas.pages[page_id]
-    if page_id == atlas.start or page.loading or not _dimmed_under(popup, page):
+    if page_id == atlas.start or page.loading or dimmed_under(popup.sketches, page.sketches) is None:
         return False
     placed = set(popup.over)
     for other in [atlas.popups[i] for i in atlas.chain if i != popup.id] + [popup]:
-        if other.over != placed or not _dimmed_under(other, page):
+        if other.over != placed or dimmed_under(other.sketches, page.sketches) is None:
             continue
         for src, opener in other.opened_by:
             counter = atlas.pages[src].results.get(opener) if src in placed else None

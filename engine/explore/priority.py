@@ -5,7 +5,8 @@ glyphs of a title, the same currency bar on every page. On a generated game a pa
 links (seed 13: 143 of 194 taps changed nothing). So every tap candidate gets a kind from what the frame shows
 (engine.explore.regions.tap_kind: a region or a hole in a bar, a blob on its own or a piece cut from a bigger one,
 its size against the grid's cell, the band it sits in, whether it lies on cells that move by themselves), and the
-explorer counts, per kind, how many taps of it changed the screen. On a page the untried tap whose kind changed the screen most often is tried first.
+explorer counts, per kind, how many taps of it changed the screen. On a page the untried tap whose kind changed the
+screen most often is tried first.
 A tap that sits where a tap did nothing on another page, over a look alike (LOOK_SAME: a bar every page shows, a
 currency counter), is put off: it is tried only in the thorough pass, once no page has other work. Nothing is
 dropped, only ordered. A kind's rate orders taps but never puts one off: kinds conflate (a list's rows and a

@@ -59,7 +59,8 @@ itself at other moments of its sway, over generated games 1-40: at most 3.6 (0.7
 another drawn in its place, where nothing else but a title finer than a cell told two pages apart: 42.6 on game
 782102, 10.8 on game 2's two pages with figures in near colours (merged under the 16 allowed before), 4.3 at least
 over games 1-40 (45 of 366 such pairs under 16, 3 under 6). Games 41-80, never looked at before the bound was
-chosen: 2.1 at most against 2.0 at least, 30 of 407 pairs under 16, 3 under 6 (docs/benchmarks/generated-long-form-first-cases.md)."""
+chosen: 2.1 at most against 2.0 at least, 30 of 407 pairs under 16, 3 under 6
+(docs/benchmarks/generated-long-form-first-cases.md)."""
 SHIFT = 1
 """Thumbnail pixels (an eighth of a cell) a thing drawn may have moved and still be the same (a figure that sways
 more slowly than settling looks, so its cells were never seen moving: on generated game 782102 the same page came
@@ -253,6 +254,13 @@ def tint_residual(frame: Sketch, reference: Sketch, gain: float) -> float:
     f, r = frame.colour[same], reference.colour[same]
     fit = (f * r).sum(axis=1) / np.maximum((r * r).sum(axis=1), 1.0)
     return float(np.median(np.abs(f - r * fit[:, None]).max(axis=1)))
+
+
+def dimmed_under(sketches: list[Sketch], under: list[Sketch]) -> Cover | None:
+    """How the first of `sketches` shows the first of `under` dimmed around a box (a panel over that page), or None.
+    Undimmed is never enough: a page beside a panel may be another page's layout."""
+    found = cover(sketches[0], under[0]) if sketches and under else None
+    return found if found is not None and found.gain < DIM_BELOW else None
 
 
 def cover(frame: Sketch, reference: Sketch) -> Cover | None:

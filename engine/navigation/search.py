@@ -199,6 +199,7 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     that its own dismissals left showing (engine.navigation.recovery.popup_stuck): searched while it is named."""
     dialogs: Dialogs = nav.dialogs
     used = sum(1 for s in ctx.steps if s["kind"] == "search_try")
+
     def blocking(seen: Observation) -> bool:
         return blocked(seen) or stuck in seen.popups
 
@@ -207,7 +208,8 @@ def search(nav: Any, ctx: RunContext, obs: Observation, settle_s: float, expecte
     box = panel or dialog_box(nav, obs)
     shown = nav.observer.prepare(nav.last_frame)
     backed, dialogs.backed = dialogs.backed, None
-    pressed = panel is None and stuck is None and (backed is None or not another(nav.observer.prepare(backed), shown, box))
+    pressed = panel is None and stuck is None and (
+        backed is None or not another(nav.observer.prepare(backed), shown, box))
     dialog, tries, taken = dialogs.of(box, shown), Counter({"key:back": int(pressed)}), []  # (back: the ladder's)
     label = lesson_label(obs)
     guard = guard_of(nav)
