@@ -73,6 +73,8 @@ class Atlas:
         """Pages that popups turned out to be (Atlas.unfold) and a frame of each, for the explorer to offer their
         actions (it takes them from here)."""
         self.chain: list[int] = []  # the popups shown one after another since the last page
+        self.arrived: set[tuple[int, str, int]] = set()  # (page, action, page it showed with nothing over it)
+        self.led_clean: int | None = None  # what led_to last answered, if that action arrived there so (best_page)
         self.swallowed: dict[tuple, list[str]] = {}
         """(kind, page, popup) -> actions given up there by the anti-repeat rule (engine.explore.repeats)."""
         self.siblings: Callable[[int, str], Iterable[str]] = lambda page, key: ()
@@ -85,9 +87,11 @@ class Atlas:
         """The page `sk` (file `path`) shows and the share of cells matching its closest member, or (None, 0.0):
         SAME_PAGE of the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page,
         or now), and no other words where their fine drawings differ (engine.explore.words); for `led_to`, the page
-        the same action from the same page led to before, SAME_PAGE and its words alone (a page whose content changed
-        since: a list emptied, a job started, reached again by the same button; but a button that once "led" to a page
-        alike but for its title, under a dialog placed over the wrong one, is no reason to merge them)."""
+        the same action from the same page led to before, SAME_PAGE alone, and its words only when that action showed
+        it with nothing over it before (a page whose content changed since: a list emptied, a job started, reached
+        again by the same button, Azur Lane's commission list drafted six times when its words counted; but a button
+        that once "led" to a page alike but for its title, under a dialog placed over the wrong one, is no reason to
+        merge them: generated seed 12 under chaos)."""
         near = []  # (share, page, member): the members that share SAME_PAGE of the cells, the most alike first
         for page in self.pages:
             if page.folded is not None or not page.sketches:
@@ -107,8 +111,8 @@ class Atlas:
             if share < SAME_PAGE:
                 continue
             stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
-            if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and \
-                    not self.words.apart(sk, member, excused, path, file):
+            if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and (
+                    led_to == page.id == self.led_clean or not self.words.apart(sk, member, excused, path, file)):
                 best, key = page.id, (stable, share)
         return best, (key[1] if best is not None else 0.0)
 
@@ -183,7 +187,9 @@ class Atlas:
         same = pressed_with(page, action) | set(self.siblings(here.page, key))  # (a page's content may have changed)
         before = page.results.get(key) or sum((page.results.get(k, Counter()) for k in same), Counter())
         best = best_of(before) if before else None  # ("same",): the page it was taken on
-        return (best[1] if best[0] == "page" else here.page) if best else None
+        led = (best[1] if best[0] == "page" else here.page) if best else None
+        self.led_clean = led if any((here.page, k, led) in self.arrived for k in same | {key}) else None
+        return led
 
     def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,
                transients: list[tuple[Sketch, str | None]] = (), moving: Any = None,
@@ -235,6 +241,8 @@ class Atlas:
             if outcome == ("same",) and now == prev and any(o[0] == "page" and o[1] != prev.page for o in seen):
                 self._stays_in_a_row.append((prev.page, key))
             seen[outcome] += 1
+            if now.kind == "page":
+                self.arrived.add((prev.page, key, now.page))
             if now.kind == "popup":
                 self.popups[now.popup].opened_by.add((prev.page, key))
             self._last = (prev.page, key)
