@@ -89,7 +89,7 @@ class Atlas:
         or now), and no other words where their fine drawings differ (engine.explore.words); for `led_to`, the page
         the same action from the same page led to before, SAME_PAGE alone, and its words only when that action showed
         it with nothing over it before (a page whose content changed since: a list emptied, a job started, reached
-        again by the same button, Azur Lane's commission list drafted six times when its words counted; but a button
+        again by the same button: a list page drafted six times once its words counted there; but a button
         that once "led" to a page alike but for its title, under a dialog placed over the wrong one, is no reason to
         merge them: generated seed 12 under chaos)."""
         near = []  # (share, page, member): the members that share SAME_PAGE of the cells, the most alike first
