@@ -22,7 +22,7 @@ import numpy as np
 from engine.explore.folding import closed_onto
 from engine.explore.nodes import NOWHERE, Area, Here, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
 from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cover, dimmed_under,
-                                  inside_similarity, page_difference, similarity)
+                                  page_difference, same_dialog, similarity)
 from engine.explore.words import Words
 from engine.navigation.dismissal import SAME_BOX, action_key, box_match, key_action  # noqa: F401 - re-exported
 
@@ -141,7 +141,7 @@ class Atlas:
     def _popup_for(self, sk: Sketch, over: int, found: Cover, frame_path: str | None) -> PopupNode:
         for popup in self.popups:
             if box_match(popup.box, found.box) >= SAME_BOX and any(
-                    inside_similarity(sk, m, found.box) >= POPUP_LIKE for m in popup.sketches):
+                    same_dialog(sk, m, found.box, POPUP_LIKE) for m in popup.sketches):
                 break
         else:
             popup = PopupNode(len(self.popups), found.box, dimmed=found.gain <= DIM_BELOW)

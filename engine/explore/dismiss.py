@@ -13,7 +13,7 @@ import numpy as np
 
 from engine.explore import regions
 from engine.explore.atlas import POPUP_LIKE, PopupNode
-from engine.explore.sketch import inside_similarity
+from engine.explore.sketch import same_dialog
 from engine.explore.regions import Area
 from engine.explore.sketch import sketch
 from engine.navigation import dismissal
@@ -51,7 +51,7 @@ def next_try(popups: list[PopupNode], popup: PopupNode, tries: Counter, frame: C
             shown.append(sketch(now) if now is not None else None)
         if shown[0] is None or not other.sketches:
             return True  # (unknown: one family, as the navigator's search takes a dialog with no look kept)
-        return any(inside_similarity(shown[0], m, other.box) >= POPUP_LIKE for m in other.sketches)
+        return any(same_dialog(shown[0], m, other.box, POPUP_LIKE) for m in other.sketches)
 
     return dismissal.next_try(popups, popup, tries, frame, box_of, spots=regions, kin=kin)
 
