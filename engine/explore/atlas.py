@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from engine.explore.folding import closed_onto
-from engine.explore.nodes import NOWHERE, Area, Here, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
+from engine.explore.nodes import NOWHERE, Area, Here, Led, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
 from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cover, dimmed_under,
                                   page_difference, same_dialog, similarity)
 from engine.explore.words import Words
@@ -74,7 +74,6 @@ class Atlas:
         actions (it takes them from here)."""
         self.chain: list[int] = []  # the popups shown one after another since the last page
         self.arrived: set[tuple[int, str, int]] = set()  # (page, action, page it showed with nothing over it)
-        self.led_clean: int | None = None  # what led_to last answered, if that action arrived there so (best_page)
         self.swallowed: dict[tuple, list[str]] = {}
         """(kind, page, popup) -> actions given up there by the anti-repeat rule (engine.explore.repeats)."""
         self.siblings: Callable[[int, str], Iterable[str]] = lambda page, key: ()
@@ -82,11 +81,11 @@ class Atlas:
 
     # ------------------------------------------------------------------ classifying a frame
 
-    def best_page(self, sk: Sketch, moving: Any = None, led_to: int | None = None, path: str | None = None
+    def best_page(self, sk: Sketch, moving: Any = None, led: Led = Led(), path: str | None = None
                   ) -> tuple[int | None, float]:
         """The page `sk` (file `path`) shows and the share of cells matching its closest member, or (None, 0.0):
         SAME_PAGE of the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page,
-        or now), and no other words where their fine drawings differ (engine.explore.words); for `led_to`, the page
+        or now), and no other words where their fine drawings differ (engine.explore.words); for `led`, the page
         the same action from the same page led to before, SAME_PAGE alone, and its words only when that action showed
         it with nothing over it before (a page whose content changed since: a list emptied, a job started, reached
         again by the same button: a list page drafted six times once its words counted there; but a button
@@ -110,18 +109,18 @@ class Atlas:
             share, stable = page_difference(sk, member, excused)
             if share < SAME_PAGE:
                 continue
-            stable = min(stable, STABLE_SLACK) if page.id == led_to else stable
+            stable = min(stable, STABLE_SLACK) if page.id == led.page else stable
             if stable <= STABLE_SLACK and (stable, -share) < (key[0], -key[1]) and (
-                    led_to == page.id == self.led_clean or not self.words.apart(sk, member, excused, path, file)):
+                    led.clean and led.page == page.id or not self.words.apart(sk, member, excused, path, file)):
                 best, key = page.id, (stable, share)
         return best, (key[1] if best is not None else 0.0)
 
-    def classify(self, sk: Sketch, moving: Any = None, on: int | None = None, led_to: int | None = None,
+    def classify(self, sk: Sketch, moving: Any = None, on: int | None = None, led: Led = Led(),
                  path: str | None = None) -> tuple[str, int | None, Cover | None]:
         """('page' | 'loading', page id, None), ('popup', over page id, cover) or ('new', None, None). `on`: the
         page the action was taken on (the only one an undimmed box counts as a popup over: elsewhere it is as
-        likely another page that differs in a title); `led_to`: where the same action led before (best_page)."""
-        best, score = self.best_page(sk, moving, led_to, path)
+        likely another page that differs in a title); `led`: where the same action led before (best_page)."""
+        best, score = self.best_page(sk, moving, led, path)
         if best is not None and score >= SAME_PAGE:
             return ("loading" if self.pages[best].loading else "page"), best, None
         covers = []
@@ -177,19 +176,18 @@ class Atlas:
 
     # ------------------------------------------------------------------ learning from one step
 
-    def led_to(self, action: dict[str, Any]) -> int | None:
+    def led_to(self, action: dict[str, Any]) -> Led:
         """The page `action`, taken where the explorer stands, led to most often before, or, never taken here, where
-        the other pieces of its button led (None: neither)."""
+        the other pieces of its button led (Led(): neither), and whether it showed it with nothing over it."""
         here = self.here
         if here.kind != "page":
-            return None
+            return Led()
         page, key = self.pages[here.page], action_key(action)
         same = pressed_with(page, action) | set(self.siblings(here.page, key))  # (a page's content may have changed)
         before = page.results.get(key) or sum((page.results.get(k, Counter()) for k in same), Counter())
         best = best_of(before) if before else None  # ("same",): the page it was taken on
         led = (best[1] if best[0] == "page" else here.page) if best else None
-        self.led_clean = led if any((here.page, k, led) in self.arrived for k in same | {key}) else None
-        return led
+        return Led(led, led is not None and any((here.page, k, led) in self.arrived for k in same | {key}))
 
     def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,
                transients: list[tuple[Sketch, str | None]] = (), moving: Any = None,
@@ -199,14 +197,14 @@ class Atlas:
         from the action to `sk` settled); returns where the explorer is now."""
         for t_sk, t_path in transients:
             self.loading_screen(t_sk, t_path)
-        prev, led_to = self.here, self.led_to(action)
+        prev, led = self.here, self.led_to(action)
         # The page an undimmed box may be a popup over: the one the explorer stands on, or the one under the popup
         # it stands on if it stood on that page before the popup came. A dimmed dialog that came with a tap on
         # another page is placed over the page its dimmed rest looks most like, a guess: a tab never seen without
         # that dialog looked like its sister tab, and once the dialog closed every clean frame of it was taken for
         # a popup over the sister (issue 45, seed 3: two tabs of four never drafted).
         on = prev.page if prev.kind == "page" or prev.kind == "popup" and prev.page == self.stood else None
-        kind, page_id, found = self.classify(sk, moving, on=on, led_to=led_to, path=frame_path)
+        kind, page_id, found = self.classify(sk, moving, on=on, led=led, path=frame_path)
         if kind == "popup":
             popup = self._popup_for(sk, page_id, found, frame_path)
             now = Here("popup", page_id, popup.id)

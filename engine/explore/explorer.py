@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.core.errors import DeviceError
 from engine.explore import dismiss
-from engine.explore.atlas import Atlas, Here, PageNode, action_key
+from engine.explore.atlas import Atlas, Here, Led, PageNode, action_key
 from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.priority import Priority, first_order
 from engine.explore.recording import Recording, pack_cells, unpack_cells
@@ -245,12 +245,12 @@ class Explorer:
         return here
 
     def _settle(self, before, action: dict[str, Any] | None = None) -> Settled:
-        atlas, led_to, seen = self.atlas, self.atlas.led_to(action) if action else None, {}
+        atlas, led, seen = self.atlas, self.atlas.led_to(action) if action else Led(), {}
         on = atlas.here.page if atlas.here.kind in ("page", "popup") else None  # as absorb will ask
 
         def place(sk) -> tuple:  # one look at the atlas per frame (settle asks three questions of each)
             if seen.get("sk") is not sk:
-                seen.update(sk=sk, at=atlas.classify(sk, on=on, led_to=led_to))
+                seen.update(sk=sk, at=atlas.classify(sk, on=on, led=led))
             return seen["at"]
 
         def moving_of(sk) -> np.ndarray | None:  # the cells known to move on the page it shows

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.explore.sketch import Sketch
 
@@ -68,6 +68,14 @@ class PopupNode:
     opened_by: set[tuple[int, str]] = field(default_factory=set)
     failures: int = 0
     """Showings that ended in a restart, no way to close it found (engine.explore.explorer.Explorer._dismiss)."""
+
+
+class Led(NamedTuple):
+    """Where an action, taken where the explorer stands, led before (engine.explore.atlas.Atlas.led_to): the page
+    (None: nowhere known), and whether it showed that page with nothing over it then."""
+
+    page: int | None = None
+    clean: bool = False
 
 
 @dataclass(frozen=True)
