@@ -299,6 +299,8 @@ class Explorer:
         visible = [a for a in left if not a.get("grid")]
         if visible or page.swept:
             return self.priority.order(page.id, visible)[0] if visible else next(iter(left), None)
+        if (again := self.priority.second_try(page, self.atlas.drops_taps())) is not None:
+            return again  # (before any grid: engine.explore.priority.Priority.second_try)
         self._sweep(page)
         return next((a for a in page.actions if a.get("grid") and not page.tried[action_key(a)]), None)
 
@@ -319,6 +321,8 @@ class Explorer:
         if untried or promising:
             return self.priority.order(page.id, untried)[0] if untried else None
         if grid_ok and page.swept < self.sweep_level(page) and not page.loading and page.actions:
+            if (again := self.priority.second_try(page, self.atlas.drops_taps())) is not None:
+                return again
             self._sweep(page)
             return self._work(page)
         for action in page.actions:
@@ -326,12 +330,8 @@ class Explorer:
             moves = [n for o, n in page.results.get(key, {}).items() if o[0] == "page" and o[1] != page.id]
             if moves and max(moves) == 1 and page.tried[key] < CONFIRM_TRIES:
                 return action
-        if self.second_round or self.atlas.drops_taps() and len(self.atlas.exits(page.id)) >= 2:
-            # The game drops taps (often, or once and all else is done): what did nothing once gets a second try.
-            for action in page.actions:
-                key = action_key(action)
-                if not action.get("grid") and page.tried[key] == 1 and set(page.results[key]) == {("same",)}:
-                    return action
+        if self.second_round or len(self.atlas.exits(page.id)) >= 2:  # (once all else is done)
+            return self.priority.second_try(page, self.second_round or self.atlas.drops_taps())
         return None
 
     def sweep_level(self, page: PageNode) -> int:

@@ -227,6 +227,16 @@ class Priority:
                 out.append(action)
         return out
 
+    def second_try(self, page: Any, drops: bool) -> dict[str, Any] | None:
+        """When the game `drops` taps, the best of the visible actions on `page` (engine.explore.nodes.PageNode)
+        that did nothing once; the explorer tries it before any grid (a grid of taps finds a button nothing marks,
+        a second try one a dropped tap hid). Generated game 1 under chaos dropped the taps on two of a hub's buttons,
+        and the hub's grid (26 taps) went first: the two pages behind them, and the seven behind those, were never
+        found."""
+        again = [a for a in page.actions if drops and not a.get("grid") and page.tried[action_key(a)] == 1
+                 and set(page.results[action_key(a)]) == {("same",)}]
+        return self.order(page.id, again)[0] if again else None
+
 
 def first_order(actions: list[dict[str, Any]], came_by: str | None, detour: bool) -> list[dict[str, Any]]:
     """A new page's actions (engine.explore.regions.page_actions) in the order they are first tried, given the key of
