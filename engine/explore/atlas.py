@@ -19,7 +19,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from engine.explore.folding import closed_onto
+from engine.explore.folding import closed_onto, opened_onto
 from engine.explore.nodes import NOWHERE, Area, Here, Led, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
 from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cover, dimmed_under,
                                   page_difference, same_dialog, similarity)
@@ -87,10 +87,10 @@ class Atlas:
         SAME_PAGE of the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page,
         or now), and no other words where their fine drawings differ (engine.explore.words); for `led`, the page
         the same action from the same page led to before, SAME_PAGE alone, and its words only when that action showed
-        it with nothing over it before (a page whose content changed since: a list emptied, a job started, reached
-        again by the same button: a list page drafted six times once its words counted there; but a button
-        that once "led" to a page alike but for its title, under a dialog placed over the wrong one, is no reason to
-        merge them: generated seed 12 under chaos)."""
+        it, another page, with nothing over it before (a page whose content changed since: a list emptied, a job
+        started, reached again by the same button: a list page drafted six times once its words counted there; but
+        a button that "led" to a look-alike under a dialog placed over it, or that did nothing, is no reason to merge
+        them: generated seeds 12 and 8 under chaos)."""
         near = []  # (share, page, member): the members that share SAME_PAGE of the cells, the most alike first
         for page in self.pages:
             if page.folded is not None or not page.sketches:
@@ -187,7 +187,7 @@ class Atlas:
         before = page.results.get(key) or sum((page.results.get(k, Counter()) for k in same), Counter())
         best = best_of(before) if before else None  # ("same",): the page it was taken on
         led = (best[1] if best[0] == "page" else here.page) if best else None
-        return Led(led, led is not None and any((here.page, k, led) in self.arrived for k in same | {key}))
+        return Led(led, led not in (None, here.page) and any((here.page, k, led) in self.arrived for k in same | {key}))
 
     def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,
                transients: list[tuple[Sketch, str | None]] = (), moving: Any = None,
@@ -260,6 +260,7 @@ class Atlas:
             if now.kind == "page" and (now.page in popup.over or closed_onto(self, popup, now.page)) or \
                     now.kind == "popup" and now.popup != prev.popup and now.page == prev.page:
                 popup.closed[action_key(action)] += 1
+                opened_onto(self, action, prev.page, now.page) if now.kind == "page" else None
                 if popup.dismiss is None:
                     popup.dismiss = dict(action)
                     self.changes += 1

@@ -9,7 +9,6 @@ title screen's one link lost, the draft's start page a dead end and all 200 goto
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from engine.explore.nodes import PopupNode
@@ -19,11 +18,8 @@ from engine.explore.sketch import dimmed_under
 def closed_onto(atlas: Any, popup: PopupNode, page_id: int) -> bool:
     """Whether `popup`, closed by an action onto page `page_id` it was not placed over, covered that page: its frame
     is that page dimmed. Then it, and the dialogs of its chain placed over the same page, cover `page_id`, and what
-    opened them leads there: an action on the page it was placed over (counted as leaving the screen as it was), or
-    one on another page (counted as a link to the page it was placed over, unless it ever showed that page with
-    nothing over it: generated game 8 under chaos, a dialog over a page never seen without it placed over a
-    look-alike by its dimmed rest, and the link drafted to the look-alike). Never onto the start page: a crash shows
-    it whatever covered what (a restart is no action on a popup: engine.explore.atlas.Atlas.absorb)."""
+    opened them leads there (and opened_onto, for the action that opened this showing). Never onto the start page:
+    a crash shows it whatever covered what (a restart is no action on a popup: engine.explore.atlas.Atlas.absorb)."""
     page = atlas.pages[page_id]
     if page_id == atlas.start or page.loading or dimmed_under(popup.sketches, page.sketches) is None:
         return False
@@ -31,12 +27,29 @@ def closed_onto(atlas: Any, popup: PopupNode, page_id: int) -> bool:
     for other in [atlas.popups[i] for i in atlas.chain if i != popup.id] + [popup]:
         if other.over != placed or dimmed_under(other.sketches, page.sketches) is None:
             continue
-        for src, opener in other.opened_by:  # as "same" over its own page, else as a link to where it was placed
-            counter = atlas.pages[src].results.get(opener, Counter())
-            moved = (counter.pop(("same",), 0) if src in placed else 0) + sum(
-                counter.pop(("page", p), 0) for p in placed if p != src and (src, opener, p) not in atlas.arrived)
-            if moved:
-                counter[("same",) if src == page_id else ("page", page_id)] += moved
+        for src, opener in other.opened_by:
+            counter = atlas.pages[src].results.get(opener) if src in placed else None
+            if counter is not None and counter.pop(("same",), 0):
+                counter[("page", page_id)] += 1
         other.over = {page_id}
     atlas.changes += 1
     return True
+
+
+def opened_onto(atlas: Any, action: dict[str, Any], placed: int, to: int) -> None:
+    """The dialogs that the last action on a page opened, placed over page `placed`, closed by `action` onto page
+    `to`: that action led to `to` (counted once, as it was counted as leading to `placed`). Generated game 8 under
+    chaos: a dialog over a page never seen without it was placed over a look-alike page by its dimmed rest, and the
+    tap that opened it was drafted as a link to the look-alike (two false successes); dialogs shown on arrival at
+    the hub's neighbour were placed over the hub, and the hub's buttons counted as doing nothing. Not after the back
+    key (it may have left the page too) nor onto the start page (a crash shows it whatever covered what), nor when
+    the action showed `placed` with nothing over it before (then both are what it does: chaos)."""
+    if atlas._last is None or to == placed or to == atlas.start or action.get("type") != "tap":
+        return
+    src, opener = atlas._last
+    counter, was = atlas.pages[src].results.get(opener), ("same",) if placed == src else ("page", placed)
+    if counter is None or counter[was] <= 0 or placed != src and (src, opener, placed) in atlas.arrived:
+        return
+    counter[was] -= 1
+    counter[("same",) if to == src else ("page", to)] += 1
+    atlas.pages[src].results[opener] = +counter  # (drops a zero count)

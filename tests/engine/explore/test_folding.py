@@ -114,3 +114,4 @@ def test_two_dialogs_drawn_on_one_panel_are_two_popups_and_one_s_failed_taps_lea
         tries[action_key(action)] += 1
         taken.append(action)
     assert any(a["type"] == "tap" and inside(a, button) for a in taken)
+

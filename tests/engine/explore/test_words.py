@@ -187,3 +187,25 @@ def test_words_below_the_title_band_never_split_a_page(tmp_path, reader):
     assert fine_differ(torpedo, anchor, np.ones(anchor.colour.shape[:2], bool)).any()
     words = Words(reader, frames.get)
     assert not words.apart(torpedo, anchor, None, "TORPEDO", "ANCHOR") and words.reads == 0
+
+
+def test_a_button_that_did_nothing_once_then_shows_a_page_alike_but_for_its_title_shows_another_page(tmp_path, reader):
+    """Generated game 8 under chaos: a tap on page_palace's PORTAL button was dropped (the screen stayed), and the
+    next tap on that button showed page_portal, alike but for its title. Taken for page_palace (the same button had
+    shown it with nothing over it: the rule above, for a page whose list changed), page_portal's taps were counted
+    on page_palace, and its WARDEN button, tried there in vain, was never tried again: four pages of eight not
+    found. A button that showed the page it was pressed on shows another page when the screen changes."""
+    folder = generate(8, tmp_path / "game8")
+    graph = load_graph(folder).resolve("en")
+    game = StyledRenderer(graph, style_beside(folder))
+    frames = {name: game.animate(name, game.page(name), 0.0) for name in ("page_title", "page_palace", "page_portal")}
+    button = graph.button("PALACE_PORTAL").area
+    whole = {"type": "tap", "point": [(button[0] + button[2]) // 2, (button[1] + button[3]) // 2],
+             "area": list(button)}
+    atlas = Atlas(Words(reader, frames.get))
+    atlas.absorb({"type": "screenshot"}, sketch(frames["page_title"]), "page_title")
+    palace = atlas.absorb({"type": "tap", "point": [10, 10]}, sketch(frames["page_palace"]), "page_palace")
+    atlas.pages[palace.page].actions = [whole]
+    assert atlas.absorb(whole, sketch(frames["page_palace"]), "page_palace") == palace  # dropped
+    portal = atlas.absorb(whole, sketch(frames["page_portal"]), "page_portal")
+    assert portal.kind == "page" and portal.page != palace.page
