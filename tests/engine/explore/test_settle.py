@@ -189,3 +189,22 @@ def test_a_transport_that_drops_for_a_few_seconds_is_waited_out_and_one_that_sta
     with pytest.raises(DeviceError):
         settle(gone, sleep=clock.sleep, clock=clock.now)
     assert GONE_AFTER <= clock.t <= LONGEST and calls[0] >= FAILURES_IN_A_ROW
+
+
+def test_the_sketch_returned_is_the_sketch_of_the_frame_returned_after_a_fade_s_last_faint_steps():
+    """A fade whose last steps each change no cell beyond the tolerance: the frame returned is the last look, and so
+    must its sketch be (it was the look the faint steps were compared with: the half-dimmed one). Generated game 4
+    under chaos placed half-dimmed dialogs as new pages while their fully dimmed frames were recorded: the hub drafted
+    five times, and replaying the recording learnt another atlas than the run had."""
+    clock, base, looks = Clock(), page(), [0]
+    steps = [1.0, 0.7, 0.5, 0.45, 0.42, 0.4]  # a dimming, then faint steps that no cell's tolerance sees
+
+    def look():
+        gain = steps[min(looks[0], len(steps) - 1)]
+        looks[0] += 1
+        return (base.astype(np.float32) * gain).astype(np.uint8)
+
+    done = settle(look, sleep=clock.sleep, clock=clock.now)
+    assert not done.timed_out
+    again = sketch(done.frame)
+    assert np.array_equal(done.sketch.colour, again.colour) and np.array_equal(done.sketch.thumbs, again.thumbs)
