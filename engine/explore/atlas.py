@@ -87,10 +87,10 @@ class Atlas:
         SAME_PAGE of the cells at least, and at most STABLE_SLACK others outside the cells seen moving (on the page,
         or now), and no other words where their fine drawings differ (engine.explore.words); for `led`, the page
         the same action from the same page led to before, SAME_PAGE alone, and its words only when that action showed
-        it, another page, with nothing over it before (a page whose content changed since: a list emptied, a job
-        started, reached again by the same button: a list page drafted six times once its words counted there; but
-        a button that "led" to a look-alike under a dialog placed over it, or that did nothing, is no reason to merge
-        them: generated seeds 12 and 8 under chaos)."""
+        it, another page, with nothing over it before (a page whose content changed since, reached again by the same
+        button: a list page drafted six times once its words counted there; but a button that "led" to a look-alike
+        under a dialog placed over it, or that did nothing, is no reason to merge them: generated seeds 12 and 8
+        under chaos). Never the start page, which a crash shows after any action (seed 9 under chaos)."""
         near = []  # (share, page, member): the members that share SAME_PAGE of the cells, the most alike first
         for page in self.pages:
             if page.folded is not None or not page.sketches:
@@ -187,6 +187,7 @@ class Atlas:
         before = page.results.get(key) or sum((page.results.get(k, Counter()) for k in same), Counter())
         best = best_of(before) if before else None  # ("same",): the page it was taken on
         led = (best[1] if best[0] == "page" else here.page) if best else None
+        led = None if led == self.start != here.page else led  # (a crash shows the start page after any action)
         return Led(led, led not in (None, here.page) and any((here.page, k, led) in self.arrived for k in same | {key}))
 
     def absorb(self, action: dict[str, Any], sk: Sketch, frame_path: str | None = None,

@@ -209,3 +209,26 @@ def test_a_button_that_did_nothing_once_then_shows_a_page_alike_but_for_its_titl
     assert atlas.absorb(whole, sketch(frames["page_palace"]), "page_palace") == palace  # dropped
     portal = atlas.absorb(whole, sketch(frames["page_portal"]), "page_portal")
     assert portal.kind == "page" and portal.page != palace.page
+
+
+def test_a_button_after_which_the_game_crashed_to_its_title_screen_then_opens_another_page(tmp_path, reader):
+    """Generated seed 9 under chaos: the game crashed to its title screen right after a tap on page_armory's IVORY
+    button; the next tap there opened page_ivory, a page of the shared backdrop alike to the title screen in 85 % of
+    the cells, and it was taken for the title screen (the page the same button had led to, with nothing over it).
+    The title screen's signatures then held on page_ivory: 13 gotos of 200 verified on the wrong page. The start
+    page is no page an action leads to for that rule: a crash shows it after any action."""
+    folder = generate(9, tmp_path / "game9")
+    graph = load_graph(folder).resolve("en")
+    game = StyledRenderer(graph, style_beside(folder))
+    names = ("page_title", "page_armory", "page_ivory")
+    frames = {name: game.animate(name, game.page(name), 0.0) for name in names}
+    button = graph.button("ARMORY_IVORY").area
+    tap = {"type": "tap", "point": [(button[0] + button[2]) // 2, (button[1] + button[3]) // 2], "area": list(button)}
+    atlas = Atlas(Words(reader, frames.get))
+    title = atlas.absorb({"type": "screenshot"}, sketch(frames["page_title"]), "page_title")
+    start = {"type": "tap", "point": [5, 5]}
+    armory = atlas.absorb(start, sketch(frames["page_armory"]), "page_armory")
+    assert atlas.absorb(tap, sketch(frames["page_title"]), "page_title") == title  # a crash
+    assert atlas.absorb(start, sketch(frames["page_armory"]), "page_armory") == armory
+    ivory = atlas.absorb(tap, sketch(frames["page_ivory"]), "page_ivory")
+    assert ivory.kind == "page" and ivory.page not in (title.page, armory.page)
