@@ -20,7 +20,8 @@ import cv2
 import numpy as np
 
 from engine.explore.folding import closed_onto, opened_onto
-from engine.explore.nodes import NOWHERE, Area, Here, Led, PageNode, PopupNode, best_of, pressed_with  # noqa: F401
+from engine.explore.nodes import (NOWHERE, Area, Here, Led, PageNode, PopupNode, best_of, pressed_with,  # noqa: F401
+                                  recount)
 from engine.explore.sketch import (DIM_BELOW, SAME_PAGE, Cover, Members, Sketch, cover, dimmed_under,
                                   page_difference, same_dialog, similarity)
 from engine.explore.words import Words
@@ -340,13 +341,7 @@ class Atlas:
         node.loading = True
         self.pages[now].slow = True
         if self._last is not None:
-            src, key = self._last
-            counter = self.pages[src].results.get(key)
-            if counter is not None and counter[("page", page_id)] > 0:
-                counter[("page", page_id)] -= 1
-                if counter[("page", page_id)] <= 0:
-                    del counter[("page", page_id)]
-                counter[("page", now)] += 1
+            recount(self.pages[self._last[0]].results, self._last[1], ("page", page_id), ("page", now))
 
     def _fold_over(self, new: int, skip: int | None) -> None:
         """Pages seen before under a popup over page `new`, first seen now, become that popup (what led to them led

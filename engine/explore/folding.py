@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.explore.nodes import PopupNode
+from engine.explore.nodes import PopupNode, recount
 from engine.explore.sketch import dimmed_under
 
 
@@ -47,9 +47,6 @@ def opened_onto(atlas: Any, action: dict[str, Any], placed: int, to: int) -> Non
     if atlas._last is None or to == placed or to == atlas.start or action.get("type") != "tap":
         return
     src, opener = atlas._last
-    counter, was = atlas.pages[src].results.get(opener), ("same",) if placed == src else ("page", placed)
-    if counter is None or counter[was] <= 0 or placed != src and (src, opener, placed) in atlas.arrived:
-        return
-    counter[was] -= 1
-    counter[("same",) if to == src else ("page", to)] += 1
-    atlas.pages[src].results[opener] = +counter  # (drops a zero count)
+    if placed == src or (src, opener, placed) not in atlas.arrived:
+        recount(atlas.pages[src].results, opener, ("same",) if placed == src else ("page", placed),
+                ("same",) if to == src else ("page", to))

@@ -118,3 +118,16 @@ def pressed_with(page: PageNode, action: dict[str, Any]) -> set[str]:
     they cut, offered on the page (one_button)."""
     whole = [a for a in page.actions + [action] if one_button(action, a)]
     return {k for k, b in page.taken.items() if any(one_button(a, b) for a in whole)}
+
+
+def recount(results: dict[str, Counter], key: str, was: tuple, now: tuple) -> bool:
+    """Move one count of action `key`'s outcome `was` to `now` (what it led to, learnt later: a loading screen's page,
+    the page a dialog closed onto); False when it has none."""
+    counter = results.get(key)
+    if counter is None or counter[was] <= 0:
+        return False
+    counter[was] -= 1
+    if counter[was] <= 0:
+        del counter[was]
+    counter[now] += 1
+    return True

@@ -233,7 +233,9 @@ class Priority:
         a second try one a dropped tap hid). Generated game 1 under chaos dropped the taps on two of a hub's buttons,
         and the hub's grid (26 taps) went first: the two pages behind them, and the seven behind those, were never
         found."""
-        again = [a for a in page.actions if drops and not a.get("grid") and page.tried[action_key(a)] == 1
+        if not drops:
+            return None
+        again = [a for a in page.actions if not a.get("grid") and page.tried[action_key(a)] == 1
                  and set(page.results[action_key(a)]) == {("same",)}]
         return self.order(page.id, again)[0] if again else None
 
