@@ -197,7 +197,7 @@ class Navigator:
                 course.ladder = course.cover_rung = course.covered = 0
                 course.moving_since = None
                 stuck = ctx.detectors.watchdog.step(obs.page)
-                if obs.page == target:
+                if obs.page == target and not (self.moving and course.still < STILL_LOOKS):  # (not mid-change)
                     return obs
                 if stuck:
                     raise Stuck(stuck, page=obs.page)
@@ -243,7 +243,7 @@ class Navigator:
             return obs
         if verdict is Verdict.DEVICE_ERROR:
             return self._ride_out(ctx, course)
-        if self.moving and course.still < STILL_LOOKS:  # a page named while it still slides in takes no tap yet
+        if self.moving and course.still < STILL_LOOKS:  # a page named while it slides in: no tap, not reached yet
             course.still += 1
             ctx.wait(POLL_S)
             return self.look(ctx, expected=obs.page)

@@ -378,6 +378,49 @@ def test_a_slow_page_change_is_waited_out_without_tapping_again(session_factory)
     assert_claim_matches_truth(result, s.sim.game, "page_reward")
 
 
+class SlidesPast:
+    """The session's phone, on which the tap of `link_button` opens `lands` instead, through a page change whose
+    frames are first a screen nobody names, then one that looks like `looks` (generated game 12: a tab page sliding
+    in showed its lit tab, for a moment, where its sister page's lit tab sits; a draft told the two pages apart by
+    that tab alone)."""
+
+    def __init__(self, device, game, link_button: str, lands: str, looks: str) -> None:
+        self.device, self.game, self.looks, self.diverted, self.frames = device, game, looks, False, []
+        self.link_area = game.graph.button(link_button).area
+        self.lands_at = _middle(game.graph.button(lands).area)
+
+    def __getattr__(self, name):
+        return getattr(self.device, name)
+
+    def tap(self, x, y):
+        x1, y1, x2, y2 = self.link_area
+        if x1 <= x < x2 and y1 <= y < y2 and not self.diverted:
+            import numpy as np
+
+            self.diverted, looks = True, self.game.renderer.page(self.looks)
+            self.frames = [np.full_like(looks, 90), looks]
+            x, y = self.lands_at
+        return self.device.tap(x, y)
+
+    def screenshot(self, **kwargs):
+        frame = self.device.screenshot(**kwargs)
+        return self.frames.pop(0) if self.frames else frame
+
+
+def _middle(area):
+    return (area[0] + area[2]) // 2, (area[1] + area[3]) // 2
+
+
+def test_a_target_named_on_a_frame_still_changing_is_looked_at_again_before_it_is_called_reached(session_factory):
+    s = session_factory()
+    assert s.tools.alas_goto("page_main").ok
+    phone = SlidesPast(s.device, s.sim.game, "MAIN_GOTO_FLEET", lands="MAIN_GOTO_DOCK", looks="page_fleet")
+    tools = _flaky_tools(s, phone)
+    result = tools.alas_goto("page_fleet")
+    assert phone.diverted and not phone.frames  # both frames of the change were seen
+    assert_claim_matches_truth(result, s.sim.game, "page_fleet")  # (before: verified on page_dock)
+
+
 def test_settling_ends_on_the_first_look_that_shows_the_effect():
     from engine.core.stuck import Settling
 
