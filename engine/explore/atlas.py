@@ -140,8 +140,9 @@ class Atlas:
 
     def _popup_for(self, sk: Sketch, over: int, found: Cover, frame_path: str | None) -> PopupNode:
         for popup in self.popups:
-            if box_match(popup.box, found.box) >= SAME_BOX and any(
-                    same_dialog(sk, m, found.box, POPUP_LIKE) for m in popup.sketches):
+            if box_match(popup.box, found.box) >= SAME_BOX and any(  # an undimmed one's words too (Words.apart_in)
+                    same_dialog(sk, m, found.box, POPUP_LIKE) and (popup.dimmed or not self.words.apart_in(
+                        sk, m, found.box, frame_path, file)) for m, file in zip(popup.sketches, popup.sketch_files)):
                 break
         else:
             popup = PopupNode(len(self.popups), found.box, dimmed=found.gain <= DIM_BELOW)
