@@ -213,7 +213,7 @@ def test_two_simulated_devices_with_kills_under_chaos_miss_nothing_and_claim_not
     assert report["kills_mid_run"] == 1 and report["takeovers"] >= 1  # the kill hit claimed runs: taken over
     assert report["double_claims"] == 0 and report["false_successes"] == 0 and report["missed_days"] == 0
     assert report["collect_delay_p95_s"] <= KILLED_RUN_DELAY_S and report["collected"] >= 10
-    assert report["runs"] >= 40 and report["ok"]
+    assert report["runs"] >= 40  # (not report["ok"]: its p95 bound is 600 s, the killed run's is the one above)
 
 
 KILLED_RUN_DELAY_S = 600 + 60 + 120 + 1800
