@@ -120,14 +120,13 @@ def pressed_with(page: PageNode, action: dict[str, Any]) -> set[str]:
     return {k for k, b in page.taken.items() if any(one_button(a, b) for a in whole)}
 
 
-def recount(results: dict[str, Counter], key: str, was: tuple, now: tuple) -> bool:
+def recount(results: dict[str, Counter], key: str, was: tuple, now: tuple) -> None:
     """Move one count of action `key`'s outcome `was` to `now` (what it led to, learnt later: a loading screen's page,
-    the page a dialog closed onto); False when it has none."""
+    the page a dialog closed onto); nothing when it has none."""
     counter = results.get(key)
     if counter is None or counter[was] <= 0:
-        return False
+        return
     counter[was] -= 1
     if counter[was] <= 0:
         del counter[was]
     counter[now] += 1
-    return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.config.loader import load_graph
@@ -16,6 +17,7 @@ from engine.config.policies import load_policies
 from engine.core.results import Observation, Verdict
 from engine.navigation.navigator import Navigator, diff
 from engine.observe.observer import Observer
+from engine.observe.spots import centre
 from engine.runtime.session import open_session
 from engine.runtime.tools import Tools
 from engine.sim import Scenario, SyntheticAssets, start_embedded
@@ -387,7 +389,7 @@ class SlidesPast:
     def __init__(self, device, game, link_button: str, lands: str, looks: str) -> None:
         self.device, self.game, self.looks, self.diverted, self.frames = device, game, looks, False, []
         self.link_area = game.graph.button(link_button).area
-        self.lands_at = _middle(game.graph.button(lands).area)
+        self.lands_at = centre(game.graph.button(lands).area)
 
     def __getattr__(self, name):
         return getattr(self.device, name)
@@ -395,8 +397,6 @@ class SlidesPast:
     def tap(self, x, y):
         x1, y1, x2, y2 = self.link_area
         if x1 <= x < x2 and y1 <= y < y2 and not self.diverted:
-            import numpy as np
-
             self.diverted, looks = True, self.game.renderer.page(self.looks)
             self.frames = [np.full_like(looks, 90), looks]
             x, y = self.lands_at
@@ -405,10 +405,6 @@ class SlidesPast:
     def screenshot(self, **kwargs):
         frame = self.device.screenshot(**kwargs)
         return self.frames.pop(0) if self.frames else frame
-
-
-def _middle(area):
-    return (area[0] + area[2]) // 2, (area[1] + area[3]) // 2
 
 
 def test_a_target_named_on_a_frame_still_changing_is_looked_at_again_before_it_is_called_reached(session_factory):
