@@ -18,7 +18,11 @@ from engine.explore.sketch import dimmed_under
 def closed_onto(atlas: Any, popup: PopupNode, page_id: int) -> bool:
     """Whether `popup`, closed by an action onto page `page_id` it was not placed over, covered that page: its frame
     is that page dimmed. Then it, and the dialogs of its chain placed over the same page, cover `page_id`, and what
-    opened them leads there (and opened_onto, for the action that opened this showing). Never onto the start page:
+    opened them leads there (and opened_onto, for the action that opened this showing), from the page it was taken on
+    or, when the dialog was placed over a look-alike of its dimmed rest, to that look-alike no more (generated game 7
+    under chaos: a tap on the hub opened a page under a dialog only the back key closes, placed over a look-alike;
+    the tap stayed a link to the look-alike, the page was never reached again, and the four pages and two tabs
+    behind it were never found). Never onto the start page:
     a crash shows it whatever covered what (a restart is no action on a popup: engine.explore.atlas.Atlas.absorb)."""
     page = atlas.pages[page_id]
     if page_id == atlas.start or page.loading or dimmed_under(popup.sketches, page.sketches) is None:
@@ -28,9 +32,13 @@ def closed_onto(atlas: Any, popup: PopupNode, page_id: int) -> bool:
         if other.over != placed or dimmed_under(other.sketches, page.sketches) is None:
             continue
         for src, opener in other.opened_by:
-            counter = atlas.pages[src].results.get(opener) if src in placed else None
-            if counter is not None and counter.pop(("same",), 0):
+            counter = atlas.pages[src].results.get(opener)
+            if counter is not None and src in placed and counter.pop(("same",), 0):
                 counter[("page", page_id)] += 1
+            elif counter is not None and src not in placed:  # placed over a look-alike of its dimmed rest, a guess
+                for guess in [o for o in counter if o[0] == "page" and o[1] in placed]:
+                    if (src, opener, guess[1]) not in atlas.arrived:  # (never shown that page clean: all the dialog's)
+                        counter[("page", page_id)] += counter.pop(guess)
         other.over = {page_id}
     atlas.changes += 1
     return True

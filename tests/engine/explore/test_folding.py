@@ -87,6 +87,27 @@ def test_a_dialog_over_a_page_never_seen_without_it_placed_over_a_look_alike_mak
     assert ("page", portal.page) not in atlas.pages[warden.page].results["tap:540,856"]
 
 
+def test_a_dialog_placed_over_a_look_alike_that_the_back_key_closes_onto_its_page_makes_the_tap_a_link_there(
+        tmp_path):
+    """The same dialog closed by the back key (generated game 7 under chaos: a page under a dialog only the back key
+    closes, placed over a look-alike; the tap stayed a link to the look-alike, the page was never reached again and
+    the six pages behind it never found). The back key may leave a page too, so only a dialog whose dimmed rest is
+    the page it closed onto (engine.explore.folding.closed_onto) moves the tap's link."""
+    graph, renderer = _game8(tmp_path)
+    page = {name: renderer.page(name) for name in ("page_title", "page_portal", "page_warden", "page_enigma")}
+    atlas = Atlas()
+    atlas.absorb({"type": "screenshot"}, sketch(page["page_title"]), "title.png")
+    portal = atlas.absorb({"type": "tap", "point": [10, 10]}, sketch(page["page_portal"]), "portal.png")
+    warden = atlas.absorb({"type": "tap", "point": [20, 20]}, sketch(page["page_warden"]), "warden.png")
+    dialog = renderer.with_popups(page["page_enigma"], [graph.popup("popup_6_ok")])
+    shown = atlas.absorb({"type": "tap", "point": [540, 856]}, sketch(dialog), "dialog.png")
+    assert shown.kind == "popup" and shown.page == portal.page
+    enigma = atlas.absorb({"type": "key", "key": "back"}, sketch(page["page_enigma"]), "enigma.png")
+    assert enigma.kind == "page" and enigma.page not in (portal.page, warden.page)
+    assert atlas.outcome(warden.page, "tap:540,856") == ("page", enigma.page)
+    assert ("page", portal.page) not in atlas.pages[warden.page].results["tap:540,856"]
+
+
 def test_two_dialogs_drawn_on_one_panel_are_two_popups_and_one_s_failed_taps_leave_the_other_s_button_in(tmp_path):
     """Generated game 8 draws its dialogs on one panel: a cross dialog and a CONFIRM dialog, 0.86 of the box's cells
     alike. Taken for one popup, the grid taps that failed on the cross dialog where the CONFIRM sits left the CONFIRM
