@@ -219,6 +219,7 @@ class Explorer:
                                    same_as=self._last[1] if same and self._last else None,
                                    moving=pack_cells(settled.moving))
         self._last = (settled.sketch, entry["frame"])
+        self.repeats.still(action, same, before)  # (engine.explore.repeats.RepeatGuard.still: one frame, one action)
         transients = [(sk, rel) for (_, sk), rel in zip(settled.transients, entry.get("transients", ()))]
         came_by = self._came_by(action)
         here = self._absorb(action, settled.sketch, entry["frame"], transients, settled.moving, self.clock() - started)

@@ -50,9 +50,34 @@ class RepeatGuard:
         """The longest run of one action on an unchanged screen seen (never more than `limit`)."""
         self._taken: dict[tuple, int] = defaultdict(int)
         self._progress: Any = None
+        self._still: tuple[str, int] = ("", 0)
+        self.refused: set[str] = set()
+        """Actions refused until the frame changes (`still`), wherever the atlas places the screen."""
 
     def allowed(self, here: Here, action: dict[str, Any]) -> bool:
-        return action_key(action) not in self.given_up.get(place(here), ())
+        key = action_key(action)
+        return key not in self.refused and key not in self.given_up.get(place(here), ())
+
+    def still(self, action: dict[str, Any], unchanged: bool, here: Here) -> None:
+        """Count `action` (taken at `here`) having left the frame as it was (`unchanged`: the recording's own test):
+        one action that did so `limit` times in a row is refused until the frame changes, wherever the atlas places
+        the screen, and given up at `here` (the review names it). The places' rule (`saw`)
+        needs the atlas to place the screen alike each time; a dialog the atlas placed now as one popup, now as
+        another (their drawings alike) reset its count at every step: generated game 6 under chaos pressed the back
+        key 51 times on one unchanged frame, a dialog only its OK button closed (b90c7fe)."""
+        if action.get("type") not in WATCHED:
+            return
+        if not unchanged:
+            self._still = ("", 0)
+            self.refused.clear()
+            return
+        key = action_key(action)
+        self._still = (key, self._still[1] + 1 if self._still[0] == key else 1)
+        self.longest = max(self.longest, self._still[1])
+        if self._still[1] >= self.limit and key not in self.refused:
+            self.refused.add(key)
+            if key not in self.given_up[place(here)]:
+                self.given_up[place(here)].append(key)
 
     def saw(self, before: Here, action: dict[str, Any], after: Here, progress: Any = None) -> bool:
         """Count `action` taken at `before` having led to `after` (`progress`: what was learnt so far, anything
