@@ -28,7 +28,7 @@ from engine.explore.effects import LONGEST, Settled, settle
 from engine.explore.priority import Priority, first_order
 from engine.explore.recording import Recording, pack_cells, unpack_cells
 from engine.explore.regions import grid_actions, page_actions
-from engine.explore.routes import SweepShare, first_action, next_sweep
+from engine.explore.routes import early_sweep, first_action, next_sweep
 from engine.explore.repeats import FruitlessRestarts, RepeatGuard, swallowing_back
 from engine.explore.sketch import changed, sketch
 from engine.explore.words import Reader, Words
@@ -76,8 +76,9 @@ class Explorer:
         self.repeats = RepeatGuard()
         """The anti-repeat rule (engine.explore.repeats); what it gave up reaches the review."""
         self.atlas.swallowed = self.repeats.given_up
-        self.sweeping, self.sweep_round, self.share = None, 0, SweepShare()
-        """The page whose grid of taps is being tried, its level; the early sweeps' turns (routes.SweepShare)."""
+        self.sweeping: int | None = None
+        self.sweep_round = 0
+        """The page whose grid of taps is being tried once no visible work is left anywhere."""
         self.second_round = False
         """Set once all work is done: what did nothing once is tried once more on every page."""
         self.priority = Priority()  # which untried tap first, which wait for the thorough pass (explore.priority)
@@ -241,7 +242,6 @@ class Explorer:
             self._prepare(self.recording.read(member) if member and self.recording else None, page_id=page_id)
         if before.kind == "page" and before.page is not None:
             self.priority.saw(before.page, action, here != before)
-        self.share.count(action)
         return here
 
     def _settle(self, before, action: dict[str, Any] | None = None) -> Settled:
@@ -277,7 +277,7 @@ class Explorer:
         page = self.atlas.pages[here.page]
         spent = (self.clock() - self._started) / max(1.0, self.budget.seconds - self.budget.reserve)
         for promising in (True, False):  # taps of kinds that led somewhere first, here or a route away, then the rest
-            action, hub = None, None if promising else self.share.hub(self.atlas, spent, self.sweeping)
+            action, hub = None, None if promising else early_sweep(self.atlas, spent, self.sweeping)
             if hub is not None:  # a hub's grid before the low-rated rest (engine.explore.routes.early_sweep)
                 self.sweeping, self.sweep_round = hub, max(self.sweep_round, 1)
                 action = self._grid_tap(page) if hub == page.id else self._route_to(hub)

@@ -57,50 +57,20 @@ def next_sweep(atlas: Atlas, reachable: Callable[[int], bool]) -> tuple[int, int
     return max(candidates, key=lambda p: (exits[p.id], -p.id)).id, level
 
 
-def early_sweep(atlas: Atlas, spent: float, current: int | None = None, turn: bool = True) -> int | None:
+def early_sweep(atlas: Atlas, spent: float, current: int | None = None) -> int | None:
     """The hub to sweep with a coarse grid of taps before the low-rated work left (swipes and taps of kinds that
     rarely changed the screen, on every page): the page with the most ways out among those with HUB_EXITS or more,
     never swept, once `spent` (the share of the time budget used) reaches EARLY_SWEEP_AFTER; else None. A grid is
     the only way to a page no detector offers a tap for (a button drawn faintly, or not a button at all), and a
     hub hides the most; on a game whose visible work fills the budget, grids waiting for all of it never came (the
     20-minute run of a 44-page game: four pages behind two hubs' grids, never found). `current`: the page
-    being swept, kept while its grid has taps left; `turn`: whether a new hub's grid may start now (SweepShare)."""
+    being swept, kept while its grid has taps left."""
     if spent < EARLY_SWEEP_AFTER:
         return None
     sweeping = atlas.pages[current] if current is not None else None
     if sweeping is not None and not sweeping.abandoned and any(a.get("grid") and not sweeping.tried[action_key(a)]
                                                                for a in sweeping.actions):
         return current  # the sweep under way is finished first
-    if not turn:
-        return None
     hubs = [(len(atlas.exits(p.id)), -p.id) for p in atlas.live_pages()
             if not p.swept and p.actions and not p.abandoned and len(atlas.exits(p.id)) >= HUB_EXITS]
     return -max(hubs)[1] if hubs else None
-
-
-class SweepShare:
-    """The early sweeps' share: once the first hub's grid started (early_sweep), the hubs' grids and the low-rated
-    rest take turns, action for action; a new hub's grid starts only when the rest has had as many actions since as
-    the grids had. The rest is the visible work no priority rated (its swipes, the taps of kinds that rarely changed
-    the screen) on every page but the hubs; the grids find buttons no detector offers. Grids of every hub first left
-    the rest no time: generated game 1 (quiet) spent the second half of its 10 minutes on six hubs' grids (156 taps,
-    no page) while a tab page's swipes, the way to its two sister tabs, were never tried; game 9 ten hubs' grids."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self.grid = 0
-        self.rest = 0
-
-    def count(self, action: dict[str, Any]) -> None:
-        """An action taken (or replayed): a grid's tap, or the rest's (routes to a hub count as the rest's)."""
-        if self.started and action.get("type") in ("tap", "swipe", "key", "restart"):
-            if action.get("grid"):
-                self.grid += 1
-            else:
-                self.rest += 1
-
-    def hub(self, atlas: Atlas, spent: float, current: int | None) -> int | None:
-        """early_sweep's hub, given the turns."""
-        found = early_sweep(atlas, spent, current, turn=not self.started or self.grid <= self.rest)
-        self.started = self.started or found is not None
-        return found

@@ -12,7 +12,7 @@ from conftest import GOOD
 from engine.config.loader import load_graph
 from engine.explore.atlas import Atlas, action_key
 from engine.explore.recording import Recording
-from engine.explore.routes import EARLY_SWEEP_AFTER, HUB_EXITS, SweepShare, early_sweep
+from engine.explore.routes import EARLY_SWEEP_AFTER, HUB_EXITS, early_sweep
 from engine.explore.sketch import sketch
 from engine.sim import SimGame
 
@@ -93,28 +93,6 @@ def test_a_hub_is_swept_early_once_half_the_time_is_spent_and_its_sweep_is_finis
     atlas.pages[0].tried["tap:40,40"] = 1
     assert early_sweep(atlas, 0.9, current=0) is None
     assert early_sweep(_atlas_with_hub(HUB_EXITS - 1), 0.9) is None  # not a hub
-
-
-def test_after_the_first_early_sweep_a_new_hubs_grid_waits_until_the_rest_had_as_many_actions():
-    """The hubs' grids and the low-rated rest take turns (routes.SweepShare): generated game 1 spent the second half
-    of its 10 minutes on six hubs' grids, one after the other, and never tried a tab page's swipes (two pages)."""
-    atlas = _atlas_with_hub(HUB_EXITS)
-    share = SweepShare()
-    assert share.hub(atlas, EARLY_SWEEP_AFTER - 0.01, None) is None
-    share.count(ELSEWHERE)  # before the first sweep, nothing is counted
-    assert share.hub(atlas, EARLY_SWEEP_AFTER, None) == 0
-    grid = [{"type": "tap", "point": [40 + 80 * i, 40], "grid": True} for i in range(4)]
-    atlas.pages[0].swept = 1
-    atlas.pages[0].actions += grid
-    for tap in grid:
-        assert share.hub(atlas, 0.9, 0) == 0  # the grid under way is finished, whoever's turn it is
-        share.count(tap)
-        atlas.pages[0].tried[action_key(tap)] = 1
-    atlas.pages[0].swept = 0  # stands for the next hub, never swept
-    for _ in grid:  # four grid taps: the rest has four actions before the next hub's grid
-        assert share.hub(atlas, 0.9, 0) is None
-        share.count(ELSEWHERE)
-    assert share.hub(atlas, 0.9, 0) == 0
 
 
 def _explorer_on_hub(tmp_path):
